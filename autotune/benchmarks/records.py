@@ -1,0 +1,100 @@
+"""Read what the mpi4py kernel prints, trusting nothing: garbage becomes a BenchmarkOutputError.
+
+Kept free of mpi4py imports: importing mpi4py.MPI would initialize MPI in the controller.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass
+
+from ..errors import BenchmarkOutputError
+
+PREFIX = "AUTOTUNE "
+COLLECTIVES = ("allreduce", "allgather", "alltoall", "bcast", "reduce")
+REDUCTIONS = ("allreduce", "reduce")
+REDUCTION_ELEMENT_BYTES = 4
+
+
+@dataclass(frozen=True)
+class SizeTiming:
+    size: int
+    iters: int
+    t_max_us: float  # the collective is as slow as its slowest rank: this is what we score
+    t_min_us: float
+    t_avg_us: float
+
+
+@dataclass(frozen=True)
+class KernelOutput:
+    ranks: int
+    hosts: tuple[str, ...]
+    mpi_library: str
+    timings: dict[int, SizeTiming]
+
+
+def kernel_program(collective: str, sizes: tuple[int, ...], time_per_size: float,
+                   seed: int, python: str | None = None) -> tuple[str, ...]:
+    """argv of the kernel for one launch (the launcher puts mpirun in front)."""
+    return (python or sys.executable, "-m", "autotune.benchmarks.mpi4py_kernel",
+            "--collective", collective, "--sizes", ",".join(str(s) for s in sizes),
+            "--time-per-size", repr(float(time_per_size)), "--seed", str(int(seed)))
+
+
+def _number(record: dict, key: str, kind: type) -> float:
+    value = record.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BenchmarkOutputError(f"field {key!r} is not a number in {str(record)[:120]}")
+    if kind is int and not float(value).is_integer():
+        raise BenchmarkOutputError(f"field {key!r} is not an integer")
+    if not math.isfinite(value) or value <= 0:
+        raise BenchmarkOutputError(f"field {key!r} must be positive and finite, got {value!r}")
+    return kind(value)
+
+
+def parse_kernel_output(stdout: str, sizes: tuple[int, ...], ranks: int) -> KernelOutput:
+    """Every requested size exactly once, a start and a done record, sane numbers."""
+    start: dict | None = None
+    done = False
+    timings: dict[int, SizeTiming] = {}
+    for line in stdout.splitlines():
+        if not line.startswith(PREFIX):
+            continue  # MPI warnings and other noise
+        try:
+            record = json.loads(line[len(PREFIX):])
+        except ValueError:
+            raise BenchmarkOutputError(f"unparseable record: {line[:120]!r}") from None
+        if not isinstance(record, dict):
+            raise BenchmarkOutputError(f"record is not an object: {line[:120]!r}")
+        kind = record.get("kind")
+        if kind == "start":
+            start = record
+        elif kind == "size":
+            size = _number(record, "size", int)
+            if size not in sizes:
+                raise BenchmarkOutputError(f"result for unrequested size {size}")
+            if size in timings:
+                raise BenchmarkOutputError(f"duplicate result for size {size}")
+            timings[size] = SizeTiming(size=size, iters=_number(record, "iters", int),
+                                       t_max_us=_number(record, "t_max_us", float),
+                                       t_min_us=_number(record, "t_min_us", float),
+                                       t_avg_us=_number(record, "t_avg_us", float))
+        elif kind == "done":
+            done = True
+        else:
+            raise BenchmarkOutputError(f"unknown record kind {kind!r}")
+    if start is None:
+        raise BenchmarkOutputError("no start record: the benchmark did not run")
+    if start.get("ranks") != ranks:
+        raise BenchmarkOutputError(f"benchmark ran {start.get('ranks')!r} ranks, expected {ranks}")
+    missing = [s for s in sizes if s not in timings]
+    if missing or not done:
+        raise BenchmarkOutputError(
+            f"output truncated: {len(timings)}/{len(sizes)} sizes" + ("" if done else ", no done record"))
+    hosts = start.get("hosts")
+    if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+        raise BenchmarkOutputError("start record has no host list")
+    return KernelOutput(ranks=ranks, hosts=tuple(hosts), mpi_library=str(start.get("mpi_library", "")),
+                        timings=timings)

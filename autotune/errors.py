@@ -1,0 +1,42 @@
+"""One exception root; the CLI turns any AutotuneError into a one-line message and exit code."""
+
+
+class AutotuneError(Exception):
+    """Root of every error autotune raises on purpose (bad input, unusable environment)."""
+
+    exit_code = 1
+
+
+class InputError(AutotuneError):
+    """A CLI value, a file or a setting given by the user is invalid."""
+
+    exit_code = 2
+
+
+class SpaceError(InputError):
+    """A search-space file is malformed or unsafe."""
+
+
+class StorageError(AutotuneError):
+    """The study storage cannot be opened, or holds something we cannot use."""
+
+
+class EnvironmentProblem(AutotuneError):
+    """The machine lacks something required (mpirun, a host, cores)."""
+
+
+class LaunchFailure(AutotuneError):
+    """One benchmark launch failed; the trial fails with `reason`, the study goes on."""
+
+    def __init__(self, reason: str, detail: str = "", stderr_tail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+        self.stderr_tail = stderr_tail
+
+
+class BenchmarkOutputError(LaunchFailure):
+    """The benchmark ran but its output is missing, truncated or malformed."""
+
+    def __init__(self, detail: str, stderr_tail: str = "") -> None:
+        super().__init__("bad-output", detail, stderr_tail)

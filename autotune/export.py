@@ -1,0 +1,93 @@
+"""Hand the best configuration back: an env file a user can `source` before running mpirun.
+
+Exports exactly the settings the best trial ran with (stored with the trial), not a re-derivation
+from a space file that may have changed since.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shlex
+from dataclasses import dataclass
+
+import optuna
+
+from .errors import InputError
+from .storage import StudyConfig, stored_config
+from .units import format_size
+
+MPIRUN_ARGS_VAR = "AUTOTUNE_MPIRUN_ARGS"
+
+
+@dataclass(frozen=True)
+class BestConfig:
+    study: str
+    trial: int
+    value: float
+    speedup: float
+    is_default: bool
+    params: dict
+    env: dict[str, str]
+    mca: dict[str, str]
+    mpirun_args: tuple[str, ...]
+    host: dict
+    config: StudyConfig | None
+    n_complete: int
+
+
+def best_config(study: optuna.Study) -> BestConfig:
+    complete = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))]
+    if not complete:
+        raise InputError(f"study {study.study_name!r} has no completed trial yet")
+    best = study.best_trial
+    settings = best.user_attrs.get("settings") or {}
+    return BestConfig(study=study.study_name, trial=best.number, value=float(best.value),
+                      speedup=float(best.user_attrs.get("speedup", 0.0)),
+                      is_default=bool(best.user_attrs.get("is_default")), params=dict(best.params),
+                      env=dict(settings.get("env", {})), mca=dict(settings.get("mca", {})),
+                      mpirun_args=tuple(settings.get("mpirun_args", [])),
+                      host=dict(best.user_attrs.get("host") or {}), config=stored_config(study),
+                      n_complete=len(complete))
+
+
+def describe_sizes(config: StudyConfig | None) -> str:
+    if config is None:
+        return "unknown sizes"
+    sizes = config.sizes
+    return f"{len(sizes)} sizes {format_size(sizes[0])}..{format_size(sizes[-1])}"
+
+
+def env_file(best: BestConfig, now: dt.datetime | None = None) -> str:
+    now = now or dt.datetime.now(dt.timezone.utc)
+    config = best.config
+    lines = [
+        f"# autotune: best configuration of study {best.study}",
+        f"# exported {now.strftime('%Y-%m-%d %H:%M:%S %Z')}",
+    ]
+    if config:
+        lines.append(f"# {config.collective} on {config.nodes} node(s) x {config.ppn} ranks per node, "
+                     f"space {config.space}")
+        lines.append(f"# scored over {describe_sizes(config)}, weights: {config.weights_source}")
+    lines.append(f"# trial {best.trial} of {best.n_complete} completed: measured speedup "
+                 f"{best.speedup:.3f}x over the default (weighted mean log-ratio {best.value:+.4f})")
+    if best.is_default:
+        lines.append("# The default configuration was the best measured: no candidate beat it. "
+                     "The lines below only restate it.")
+    if best.host:
+        lines.append(f"# measured on {best.host.get('host', '?')}: {best.host.get('mpi', '?')}, "
+                     f"UCX {best.host.get('ucx') or 'n/a'}, {best.host.get('cpu_model', '?')}")
+    for name, value in sorted(best.env.items()):
+        lines.append(f"export {name}={shlex.quote(value)}")
+    for name, value in sorted(best.mca.items()):
+        lines.append(f"export OMPI_MCA_{name}={shlex.quote(value)}")
+    if best.env:
+        forward = " ".join(f"-x {name}" for name in sorted(best.env))
+        lines.append(f"# across nodes, mpirun forwards these only when asked: mpirun {forward} ...")
+    if best.mpirun_args:
+        lines.append(f"# mpirun options that no environment variable carries: "
+                     f"mpirun ${MPIRUN_ARGS_VAR} ...")
+        lines.append(f"export {MPIRUN_ARGS_VAR}={shlex.quote(' '.join(best.mpirun_args))}")
+    return "\n".join(lines) + "\n"
+
+
+EXPORTERS = {"env": env_file}

@@ -1,0 +1,21 @@
+"""Launchers by name. A launcher builds argv; `run_command` executes it."""
+
+from __future__ import annotations
+
+from ..errors import InputError
+from ._base import Command, Launcher, LaunchSpec, RunResult
+from .executor import run_command
+from .local import LocalLauncher
+
+_REGISTRY = {"local": LocalLauncher}
+
+
+def get_launcher(name: str) -> Launcher:
+    try:
+        return _REGISTRY[name]()
+    except KeyError:
+        raise InputError(f"unknown launcher {name!r} (available: {', '.join(_REGISTRY)})") from None
+
+
+__all__ = ["Command", "Launcher", "LaunchSpec", "LocalLauncher", "RunResult", "get_launcher",
+           "run_command"]

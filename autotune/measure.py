@@ -1,0 +1,170 @@
+"""How one configuration is measured: a plan of launches, and running one launch of it.
+
+Sizes (ascending) are split into `stages` blocks. Each block is measured in `repetitions`
+separate launches (a fresh mpirun each: latency levels hold for a whole launch, so repeats inside
+one launch cannot see launch-to-launch noise), block by block. Small, cheap sizes come first, so a
+configuration pruned early never pays for the large sizes or the remaining launches.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .benchmarks.records import kernel_program, parse_kernel_output
+from .errors import BenchmarkOutputError, LaunchFailure
+from .launch import Launcher, LaunchSpec, RunResult, run_command
+from .space import LaunchSettings
+
+TIMEOUT_FLOOR_SECONDS = 60.0
+SECONDS_PER_SIZE_ALLOWANCE = 3.0  # startup of large buffers and the minimum repetition count
+
+
+@dataclass(frozen=True)
+class PlannedLaunch:
+    index: int
+    block: int
+    rep: int
+    sizes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class MeasurementPlan:
+    collective: str
+    nodes: int
+    ppn: int
+    sizes: tuple[int, ...]
+    repetitions: int
+    stages: int
+    time_per_size: float
+    timeout_floor: float = TIMEOUT_FLOOR_SECONDS
+
+    def blocks(self) -> list[tuple[int, ...]]:
+        stages = max(1, min(self.stages, len(self.sizes)))
+        return [tuple(int(s) for s in block)
+                for block in np.array_split(np.array(sorted(self.sizes)), stages)]
+
+    def launches(self) -> list[PlannedLaunch]:
+        planned = []
+        for b, block in enumerate(self.blocks()):
+            for rep in range(self.repetitions):
+                planned.append(PlannedLaunch(len(planned), b, rep, block))
+        return planned
+
+    def step(self, size: int, rep: int) -> int:
+        """Stable pruner step for (size, repetition): pairs the same measurement across trials."""
+        return sorted(self.sizes).index(size) * self.repetitions + rep
+
+    def timeout(self, launch: PlannedLaunch) -> float:
+        per_size = self.time_per_size * 3 + SECONDS_PER_SIZE_ALLOWANCE
+        return self.timeout_floor + per_size * len(launch.sizes)
+
+
+@dataclass
+class LaunchRecord:
+    """One launch as it ran: enough to rerun it by hand and to audit its numbers."""
+
+    index: int
+    block: int
+    rep: int
+    seed: int
+    sizes: list[int]
+    argv: list[str]
+    hosts: list[str]
+    started: float
+    seconds: float
+    returncode: int | None
+    t_max_us: dict[int, float] = field(default_factory=dict)
+    iters: dict[int, int] = field(default_factory=dict)
+    failure: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        data = asdict(self)
+        data["t_max_us"] = {str(k): v for k, v in self.t_max_us.items()}
+        data["iters"] = {str(k): v for k, v in self.iters.items()}
+        return data
+
+
+class LaunchFailed(LaunchFailure):
+    """A launch failed; carries its record so the trial keeps what ran and why it failed."""
+
+    def __init__(self, failure: LaunchFailure, record: LaunchRecord) -> None:
+        super().__init__(failure.reason, failure.detail, failure.stderr_tail)
+        self.record = record
+
+
+class Measurer:
+    """Runs planned launches of a configuration through a launcher; knows nothing of Optuna."""
+
+    def __init__(self, plan: MeasurementPlan, launcher: Launcher, *, oversubscribe: bool = False,
+                 python: str | None = None, run=run_command) -> None:
+        self.plan = plan
+        self.launcher = launcher
+        self.oversubscribe = oversubscribe
+        self.python = python
+        self._run = run
+
+    def spec(self, settings: LaunchSettings, launch: PlannedLaunch, seed: int) -> LaunchSpec:
+        program = kernel_program(self.plan.collective, launch.sizes, self.plan.time_per_size, seed,
+                                 python=self.python)
+        return LaunchSpec(nodes=self.plan.nodes, ppn=self.plan.ppn, program=program,
+                          env=settings.env, mca=settings.mca, mpirun_args=settings.mpirun_args,
+                          oversubscribe=self.oversubscribe)
+
+    def run_launch(self, settings: LaunchSettings, launch: PlannedLaunch, seed: int) -> LaunchRecord:
+        """Run one launch; raise LaunchFailed (with the record) when it does not give clean data."""
+        command = self.launcher.command(self.spec(settings, launch, seed))
+        result = self._run(command, self.plan.timeout(launch))
+        record = LaunchRecord(index=launch.index, block=launch.block, rep=launch.rep, seed=seed,
+                              sizes=list(launch.sizes), argv=list(command.argv),
+                              hosts=list(command.hosts), started=result.started,
+                              seconds=result.seconds, returncode=result.returncode)
+        try:
+            failure = classify_failure(result)
+            if failure:
+                raise failure
+            output = parse_kernel_output(result.stdout, launch.sizes, self.plan.nodes * self.plan.ppn)
+        except LaunchFailure as exc:
+            record.failure = str(exc)
+            raise LaunchFailed(exc, record) from None
+        record.hosts = list(output.hosts)
+        record.t_max_us = {s: t.t_max_us for s, t in output.timings.items()}
+        record.iters = {s: t.iters for s, t in output.timings.items()}
+        return record
+
+
+def classify_failure(result: RunResult) -> LaunchFailure | None:
+    """Why a finished launch cannot be used, or None when its output may be parsed."""
+    tail = result.stderr_tail()
+    if result.timed_out:
+        return LaunchFailure("timeout", f"no result after {result.seconds:.0f} s; process group killed",
+                             tail)
+    if result.output_truncated:
+        return BenchmarkOutputError("output larger than the capture limit", tail)
+    if result.returncode != 0:
+        cause = first_cause(result.stderr)
+        detail = f"mpirun exited with code {result.returncode}" + (f": {cause[:200]}" if cause else "")
+        return LaunchFailure("mpi-error", detail, tail)
+    return None
+
+
+_CAUSE_PATTERNS = (
+    re.compile(r"UCX\s+ERROR\s+(.+)"),
+    re.compile(r"\bError: (.+)"),
+    re.compile(r"(\w+Error: .+)"),  # a Python exception in a rank
+    re.compile(r"\*\*\* (An error occurred in .+)"),
+    re.compile(r"(.*(?:error|failed|not found|No such file).*)", re.IGNORECASE),
+)
+
+
+def first_cause(stderr: str) -> str:
+    """The line most likely to say why MPI failed, without the path and pid noise around it."""
+    lines = stderr.splitlines()
+    for pattern in _CAUSE_PATTERNS:
+        for line in lines:
+            match = pattern.search(line)
+            if match:
+                return match.group(1).strip()
+    return ""

@@ -1,0 +1,120 @@
+"""Pure statistics of a trial's score: trimmed means, log-ratios to the default, size weights.
+
+A trial's value is the weighted mean over message sizes of log(t_config / t_default), where each
+t is the trimmed mean of R launches. Lower is better; users see speedup = exp(-value).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from .errors import InputError
+from .units import parse_size
+
+
+def trimmed_mean(values: Iterable[float]) -> float:
+    """Mean after dropping one minimum and one maximum (seeds/000: 5 runs -> mean of middle 3).
+
+    With fewer than 3 values nothing can be dropped and the plain mean is returned.
+    """
+    data = np.sort(np.asarray(list(values), dtype=float))
+    if data.size == 0:
+        raise ValueError("trimmed_mean of no values")
+    if data.size >= 3:
+        data = data[1:-1]
+    return float(data.mean())
+
+
+def log_ratio(t_config: float, t_default: float) -> float:
+    """Per-size score: negative when the config is faster than the default."""
+    if t_config <= 0 or t_default <= 0:
+        raise ValueError("times must be positive")
+    return math.log(t_config / t_default)
+
+
+def uniform_weights(sizes: Iterable[int]) -> dict[int, float]:
+    """Equal weight per size; sizes are powers of two, so this is uniform over log2(size)."""
+    sizes = sorted(set(sizes))
+    return {size: 1.0 / len(sizes) for size in sizes}
+
+
+def normalize_weights(weights: Mapping[int, float]) -> dict[int, float]:
+    total = sum(weights.values())
+    if total <= 0:
+        raise InputError("weights must contain at least one positive value")
+    return {size: w / total for size, w in sorted(weights.items()) if w > 0}
+
+
+def weighted_score(scores: Mapping[int, float], weights: Mapping[int, float]) -> float:
+    """Weighted mean of per-size scores over the sizes present in `scores`."""
+    used = [size for size in scores if weights.get(size, 0.0) > 0]
+    if not used:
+        raise ValueError("no weighted size has a score")
+    total = sum(weights[s] for s in used)
+    return sum(weights[s] * scores[s] for s in used) / total
+
+
+def speedup(value: float) -> float:
+    """Speedup over the default as users read it: 1.25 means 25 % faster."""
+    return math.exp(-value)
+
+
+def per_size_scores(config_raw: Mapping[int, list[float]],
+                    default_trimmed: Mapping[int, float]) -> dict[int, float]:
+    """log(trimmed mean of config / trimmed mean of default) for every size both have."""
+    return {size: log_ratio(trimmed_mean(values), default_trimmed[size])
+            for size, values in config_raw.items() if values and size in default_trimmed}
+
+
+def load_weights(path: str | Path) -> dict[int, float]:
+    """Read a size -> weight file (YAML mapping, optionally under `weights:`, or CSV size,weight).
+
+    Typically derived from an application profile: the share of time the application spends in
+    the collective at each message size. Weights are normalized to sum to 1.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InputError(f"cannot read weights file {path}: {exc.strerror or exc}") from None
+    raw: dict[object, object]
+    if path.suffix.lower() == ".csv":
+        rows = list(csv.reader(line for line in text.splitlines() if line.strip()
+                               and not line.lstrip().startswith("#")))
+        if rows and rows[0] and not rows[0][0].strip()[:1].isdigit():
+            rows = rows[1:]  # header
+        if any(len(row) != 2 for row in rows):
+            raise InputError(f"weights file {path}: every CSV row must be `size,weight`")
+        raw = {row[0].strip(): row[1].strip() for row in rows}
+    else:
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise InputError(f"weights file {path}: not valid YAML ({exc.__class__.__name__})") from None
+        if isinstance(loaded, dict) and isinstance(loaded.get("weights"), dict):
+            loaded = loaded["weights"]
+        if not isinstance(loaded, dict):
+            raise InputError(f"weights file {path}: expected a mapping of message size to weight")
+        raw = loaded
+    weights: dict[int, float] = {}
+    for key, value in raw.items():
+        try:
+            size = parse_size(key if isinstance(key, int) else str(key))
+        except InputError as exc:
+            raise InputError(f"weights file {path}: {exc}") from None
+        try:
+            weight = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise InputError(f"weights file {path}: weight of size {key!r} is not a number") from None
+        if not math.isfinite(weight) or weight < 0:
+            raise InputError(f"weights file {path}: weight of size {key!r} must be >= 0 and finite")
+        weights[size] = weights.get(size, 0.0) + weight
+    if not weights:
+        raise InputError(f"weights file {path}: no sizes")
+    return normalize_weights(weights)

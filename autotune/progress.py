@@ -1,0 +1,80 @@
+"""Live progress of a foreground study: a bar with trial n/T, best speedup, pruned and failed counts,
+and one log line per trial and baseline (readable in a terminal and in a log file alike)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .controller import TrialOutcome
+from .measure import LaunchRecord
+from .storage import Baseline
+
+
+def short_params(params: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items())
+
+
+class ProgressDisplay:
+    def __init__(self, total: int, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True, highlight=False)
+        self.total = total
+        self.done = 0
+        self.pruned = 0
+        self.failed = 0
+        self.best: TrialOutcome | None = None
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=self.console, transient=True)
+        self.trials_task = self.progress.add_task(self._description(), total=total)
+        self.launch_task = self.progress.add_task("launches", total=1, visible=False)
+
+    def __enter__(self) -> "ProgressDisplay":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def _description(self) -> str:
+        best = f"best {self.best.speedup:.3f}x (trial {self.best.number})" if self.best else "best -"
+        return f"trials  {best}  pruned {self.pruned}  failed {self.failed}"
+
+    def trial_started(self, number: int, params: dict[str, Any], is_default: bool) -> None:
+        label = "default configuration" if is_default else short_params(params)
+        self.progress.update(self.launch_task, description=escape(f"trial {number}: {label[:60]}"),
+                             completed=0, visible=True)
+
+    def launch_finished(self, record: LaunchRecord, total: int) -> None:
+        self.progress.update(self.launch_task, completed=record.index + 1, total=total)
+
+    def trial_finished(self, outcome: TrialOutcome, best: TrialOutcome | None) -> None:
+        self.done += 1
+        self.pruned += outcome.state == "PRUNED"
+        self.failed += outcome.state == "FAIL"
+        self.best = best
+        if outcome.state == "COMPLETE":
+            result = f"[green]speedup {outcome.speedup:.3f}x[/]"
+        elif outcome.state == "PRUNED":
+            result = "[yellow]pruned[/]"
+        else:
+            result = f"[red]failed[/] ({escape(outcome.fail_reason[:80])})"
+        tag = " (default)" if outcome.is_default else ""
+        self.console.print(
+            f"trial {outcome.number:>3}{tag} {result}  {outcome.sizes_measured} sizes, "
+            f"{outcome.launches} launches, {outcome.bench_seconds:.1f} s  "
+            f"[dim]{escape(short_params(outcome.params))}[/]")
+        self.progress.update(self.trials_task, completed=self.done, description=self._description())
+        self.progress.update(self.launch_task, visible=False)
+
+    def baseline_started(self, baseline_id: int) -> None:
+        self.progress.update(self.launch_task, description=f"baseline {baseline_id}: default config",
+                             completed=0, visible=True)
+
+    def baseline_finished(self, baseline: Baseline) -> None:
+        drift = f", drift {baseline.drift:+.3f} vs the run's first" if baseline.drift else ""
+        self.console.print(f"[dim]baseline {baseline.id}: default configuration measured "
+                           f"({len(baseline.launches)} launches{drift})[/]")
+        self.progress.update(self.launch_task, visible=False)

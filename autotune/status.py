@@ -1,0 +1,88 @@
+"""Status of a study read from its storage alone, so it works while another process runs it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import asdict, dataclass
+
+import optuna
+from optuna.trial import TrialState
+
+from .storage import load_baselines, stored_config
+from .units import format_size
+
+
+@dataclass(frozen=True)
+class StudyStatus:
+    study: str
+    collective: str
+    nodes: int
+    ppn: int
+    sizes: str
+    trials_complete: int
+    trials_pruned: int
+    trials_failed: int
+    trials_running: int
+    best_trial: int | None
+    best_speedup: float | None
+    best_is_default: bool
+    default_speedup: float | None  # the default re-measured as a trial: shows the noise floor
+    baselines: int
+    last_baseline: str | None
+    last_drift: float | None
+    bench_seconds: float
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    def render(self) -> str:
+        lines = [f"study {self.study}: {self.collective} on {self.nodes} node x {self.ppn} ranks, "
+                 f"{self.sizes}",
+                 f"trials: {self.trials_complete} complete, {self.trials_pruned} pruned, "
+                 f"{self.trials_failed} failed, {self.trials_running} running "
+                 f"({self.bench_seconds:.0f} s of benchmarks)"]
+        if self.best_speedup is not None:
+            which = "the default" if self.best_is_default else f"trial {self.best_trial}"
+            lines.append(f"best: {which}, speedup {self.best_speedup:.3f}x over the default")
+        if self.default_speedup is not None:
+            lines.append(f"default trial vs its baseline: {self.default_speedup:.3f}x "
+                         "(distance from 1 = noise floor)")
+        if self.last_baseline:
+            lines.append(f"baselines: {self.baselines}, last at {self.last_baseline}, drift "
+                         f"{self.last_drift:+.3f} (log-ratio vs the first baseline of its run)")
+        return "\n".join(lines)
+
+
+def study_status(study: optuna.Study) -> StudyStatus:
+    trials = study.get_trials(deepcopy=False)
+    by_state = {s: sum(1 for t in trials if t.state == s) for s in TrialState}
+    config = stored_config(study)
+    best = None
+    if by_state[TrialState.COMPLETE]:
+        best = study.best_trial
+    default = next((t for t in trials if t.user_attrs.get("is_default")
+                    and t.state == TrialState.COMPLETE), None)
+    baselines = load_baselines(study)
+    last = baselines[-1] if baselines else None
+    return StudyStatus(
+        study=study.study_name,
+        collective=config.collective if config else "?",
+        nodes=config.nodes if config else 0,
+        ppn=config.ppn if config else 0,
+        sizes=(f"{len(config.sizes)} sizes {format_size(config.sizes[0])}.."
+               f"{format_size(config.sizes[-1])}") if config else "?",
+        trials_complete=by_state[TrialState.COMPLETE],
+        trials_pruned=by_state[TrialState.PRUNED],
+        trials_failed=by_state[TrialState.FAIL],
+        trials_running=by_state[TrialState.RUNNING],
+        best_trial=best.number if best else None,
+        best_speedup=math.exp(-best.value) if best else None,
+        best_is_default=bool(best and best.user_attrs.get("is_default")),
+        default_speedup=math.exp(-default.value) if default else None,
+        baselines=len(baselines),
+        last_baseline=(dt.datetime.fromtimestamp(last.finished).strftime("%Y-%m-%d %H:%M:%S")
+                       if last else None),
+        last_drift=last.drift if last else None,
+        bench_seconds=sum(float(t.user_attrs.get("bench_seconds", 0.0)) for t in trials),
+    )

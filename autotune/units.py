@@ -1,0 +1,57 @@
+"""Message sizes: parse `4kb`/`1m`/`8` style values and ranges, format them for humans."""
+
+from __future__ import annotations
+
+import re
+
+from .errors import InputError
+
+_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2,
+          "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3}
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
+MAX_SIZE = 1 << 31  # 2 GiB: beyond MPI int counts for byte buffers
+
+
+def parse_size(text: str | int) -> int:
+    """Parse a byte count such as `8`, `4k`, `64kb`, `1m` (binary multiples)."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        value = text
+    else:
+        match = _SIZE_RE.match(str(text))
+        if not match or match.group(2).lower() not in _UNITS:
+            raise InputError(f"invalid size {text!r}: expected a number with optional k/m/g suffix")
+        value = int(match.group(1)) * _UNITS[match.group(2).lower()]
+    if value < 1 or value > MAX_SIZE:
+        raise InputError(f"size {text!r} out of range 1 B..2 GiB")
+    return value
+
+
+def parse_size_range(text: str) -> tuple[int, ...]:
+    """`MIN:MAX` gives the powers of two in [MIN, MAX]; `a,b,c` gives exactly those sizes."""
+    text = text.strip()
+    if ":" in text:
+        lo_text, _, hi_text = text.partition(":")
+        lo, hi = parse_size(lo_text), parse_size(hi_text)
+        if lo > hi:
+            raise InputError(f"invalid size range {text!r}: minimum is larger than maximum")
+        first = 1 << (lo - 1).bit_length()  # smallest power of two >= lo
+        sizes = []
+        size = first
+        while size <= hi:
+            sizes.append(size)
+            size <<= 1
+        if not sizes:
+            raise InputError(f"size range {text!r} contains no power of two")
+        return tuple(sizes)
+    parts = [p for p in text.split(",") if p.strip()]
+    if not parts:
+        raise InputError("empty size list")
+    return tuple(sorted({parse_size(p) for p in parts}))
+
+
+def format_size(size: int) -> str:
+    """Human form used in tables and file headers: 8 B, 4 KiB, 1 MiB."""
+    for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if size >= factor and size % factor == 0:
+            return f"{size // factor} {unit}"
+    return f"{size} B"

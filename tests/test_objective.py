@@ -1,0 +1,107 @@
+import math
+
+import pytest
+
+from autotune import objective
+from autotune.errors import InputError
+
+
+def test_trimmed_mean_drops_one_min_and_one_max():
+    # seeds/000: 5 runs, drop max and min, average the other 3 -> (2 + 3 + 4) / 3
+    assert objective.trimmed_mean([10.0, 2.0, 3.0, 4.0, 1.0]) == pytest.approx(3.0)
+
+
+def test_trimmed_mean_drops_only_one_of_repeated_extremes():
+    assert objective.trimmed_mean([1.0, 1.0, 5.0, 9.0, 9.0]) == pytest.approx((1 + 5 + 9) / 3)
+
+
+def test_trimmed_mean_of_three_is_the_median():
+    assert objective.trimmed_mean([7.0, 1.0, 100.0]) == 7.0
+
+
+def test_trimmed_mean_with_two_values_is_plain_mean():
+    assert objective.trimmed_mean([1.0, 3.0]) == 2.0
+
+
+def test_trimmed_mean_rejects_empty():
+    with pytest.raises(ValueError):
+        objective.trimmed_mean([])
+
+
+def test_log_ratio_sign_and_value():
+    assert objective.log_ratio(1.0, 2.0) == pytest.approx(math.log(0.5))
+    assert objective.log_ratio(3.0, 3.0) == 0.0
+    with pytest.raises(ValueError):
+        objective.log_ratio(0.0, 1.0)
+
+
+def test_uniform_weights_sum_to_one():
+    weights = objective.uniform_weights([8, 16, 32, 64])
+    assert weights == {8: 0.25, 16: 0.25, 32: 0.25, 64: 0.25}
+
+
+def test_weighted_score_hand_computed():
+    # sizes 8 and 16: config twice as fast at 8, equal at 16; weights 3:1
+    scores = {8: math.log(0.5), 16: 0.0}
+    weights = objective.normalize_weights({8: 3.0, 16: 1.0})
+    value = objective.weighted_score(scores, weights)
+    assert value == pytest.approx(0.75 * math.log(0.5))
+    # speedup = exp(-value) = 2 ** 0.75
+    assert objective.speedup(value) == pytest.approx(2 ** 0.75)
+
+
+def test_weighted_score_renormalizes_over_present_sizes():
+    weights = {8: 0.5, 16: 0.25, 32: 0.25}
+    # only 8 and 16 measured (a pruned trial): weights 2:1 among them
+    assert objective.weighted_score({8: 0.3, 16: 0.6}, weights) == pytest.approx((2 * 0.3 + 0.6) / 3)
+
+
+def test_per_size_scores_uses_trimmed_means():
+    raw = {8: [1.0, 2.0, 3.0, 4.0, 100.0], 16: [4.0, 4.0, 4.0]}
+    default = {8: 6.0, 16: 2.0}
+    scores = objective.per_size_scores(raw, default)
+    assert scores[8] == pytest.approx(math.log(3.0 / 6.0))
+    assert scores[16] == pytest.approx(math.log(2.0))
+
+
+def test_full_aggregation_hand_computed():
+    """Three sizes, five launches each, uniform weights: the whole objective by hand."""
+    raw = {8: [2, 2, 2, 9, 1], 1024: [5, 5, 5, 5, 5], 65536: [30, 10, 20, 40, 20]}
+    default = {8: 4.0, 1024: 5.0, 65536: 10.0}
+    scores = objective.per_size_scores(raw, default)
+    # trimmed: 8 -> 2, 1024 -> 5, 65536 -> (20 + 20 + 30) / 3
+    expected = (math.log(2 / 4) + 0.0 + math.log(70 / 3 / 10)) / 3
+    assert objective.weighted_score(scores, objective.uniform_weights(raw)) == pytest.approx(expected)
+
+
+def test_load_weights_yaml_with_suffixes(tmp_path):
+    path = tmp_path / "w.yaml"
+    path.write_text("weights:\n  8: 1\n  4k: 2\n  1m: 1\n")
+    assert objective.load_weights(path) == {8: 0.25, 4096: 0.5, 1048576: 0.25}
+
+
+def test_load_weights_csv_with_header(tmp_path):
+    path = tmp_path / "w.csv"
+    path.write_text("size,weight\n8,1\n64kb,3\n")
+    assert objective.load_weights(path) == {8: 0.25, 65536: 0.75}
+
+
+@pytest.mark.parametrize("content, message", [
+    ("8: -1\n", "must be >= 0"),
+    ("8: nan\n", "must be >= 0"),
+    ("8: abc\n", "not a number"),
+    ("x7: 1\n", "invalid size"),
+    ("8: 0\n16: 0\n", "at least one positive"),
+    ("- 1\n- 2\n", "expected a mapping"),
+    ("a: [\n", "not valid YAML"),
+])
+def test_load_weights_rejects_bad_files(tmp_path, content, message):
+    path = tmp_path / "w.yaml"
+    path.write_text(content)
+    with pytest.raises(InputError, match=message):
+        objective.load_weights(path)
+
+
+def test_load_weights_missing_file(tmp_path):
+    with pytest.raises(InputError, match="cannot read weights file"):
+        objective.load_weights(tmp_path / "absent.yaml")

@@ -1,0 +1,143 @@
+"""A real small study through the CLI: real mpirun, 2 ranks, real SQLite storage."""
+import io
+import json
+import subprocess
+
+import optuna
+import pandas as pd
+import pytest
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.mpi
+
+SPACE = ROOT / "tests" / "data" / "space-with-losers.yaml"
+SIZES = "8:16k"  # 12 sizes in 2 stages of 6
+REPS = 3
+
+
+@pytest.fixture(scope="module")
+def study_run(tmp_path_factory, mpirun):
+    import os
+    import shutil
+    import sys
+    from pathlib import Path
+
+    home = tmp_path_factory.mktemp("home")
+    exe = shutil.which("autotune", path=str(Path(sys.executable).parent)) or "autotune"
+    env = dict(os.environ, AUTOTUNE_HOME=str(home), COLUMNS="200")
+
+    def cli(*args, check=True):
+        proc = subprocess.run([exe, *args], capture_output=True, text=True, env=env, timeout=900,
+                              stdin=subprocess.DEVNULL, cwd=home)
+        if check and proc.returncode:
+            raise AssertionError(f"autotune {' '.join(args)}: {proc.returncode}\n{proc.stderr}")
+        return proc
+
+    proc = cli("start", "--collective", "allreduce", "--nodes", "1", "--ppn", "2", "--trials", "7",
+               "--space", str(SPACE), "--sizes", SIZES, "--repetitions", str(REPS), "--stages", "2",
+               "--time-per-size", "0.005", "--seed", "4", "--foreground")
+    storage = f"sqlite:///{home / 'autotune.db'}"
+    study = optuna.load_study(study_name="allreduce-1n2p-test-losers", storage=storage)
+    return cli, proc, study
+
+
+def summary(study):
+    return "\n".join(f"{t.number} {t.state.name} {t.params} {t.user_attrs.get('sizes_measured')} sizes "
+                     f"{t.user_attrs.get('launch_count')} launches" for t in study.trials)
+
+
+def test_study_has_a_complete_default_trial_with_raw_data(study_run):
+    _, _, study = study_run
+    default = study.trials[0]
+    assert default.user_attrs["is_default"] is True
+    assert default.state == optuna.trial.TrialState.COMPLETE
+    assert default.params == {"UCX_TLS": "all", "UCX_RNDV_THRESH": "auto"}
+    assert default.user_attrs["baseline_id"] >= 1
+    baselines = [k for k in study.user_attrs if k.startswith("autotune.baseline.")]
+    assert baselines, "no baseline measurement stored"
+
+
+def test_completed_trials_keep_every_size_and_repetition(study_run):
+    _, _, study = study_run
+    complete = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+    assert complete
+    for trial in complete:
+        raw = trial.user_attrs["raw_us"]
+        assert len(raw) == 12 and all(len(v) == REPS for v in raw.values())
+        assert trial.user_attrs["sizes_measured"] == 12
+        assert trial.user_attrs["launch_count"] == 2 * REPS
+        launch = trial.user_attrs["launches"][0]
+        assert launch["argv"][0].endswith("mpirun") and launch["hosts"]
+        assert trial.user_attrs["host"]["mpi"].startswith("Open MPI")
+        assert trial.user_attrs["speedup"] == pytest.approx(2.718281828 ** -trial.value, rel=1e-6)
+
+
+def test_a_pruned_trial_measured_fewer_sizes_and_launches(study_run):
+    _, _, study = study_run
+    full = study.trials[0].user_attrs
+    pruned = study.get_trials(states=(optuna.trial.TrialState.PRUNED,))
+    assert pruned, "no trial was pruned"
+    cheap = [t for t in pruned if t.user_attrs["sizes_measured"] < full["sizes_measured"]]
+    assert cheap, summary(study)
+    for trial in cheap:
+        assert trial.user_attrs["launch_count"] < full["launch_count"]
+        assert trial.user_attrs["bench_seconds"] < full["bench_seconds"]
+    # the slow transport (about 7x at small sizes here) is stopped in the first stage
+    assert any(t.params["UCX_TLS"] == "self,tcp" for t in cheap), summary(study)
+
+
+def test_config_that_breaks_mpi_fails_its_trial_and_the_study_goes_on(study_run):
+    _, _, study = study_run
+    failed = study.get_trials(states=(optuna.trial.TrialState.FAIL,))
+    assert failed and all(t.params["UCX_TLS"] == "self" for t in failed)
+    assert all(t.user_attrs["fail_reason"] == "mpi-error" for t in failed)
+    assert all("unreachable" in t.user_attrs["fail_detail"] for t in failed)
+    assert all("unreachable" in t.user_attrs["stderr_tail"] for t in failed)
+    assert len(study.trials) == 7  # every trial ran despite the failures
+
+
+def test_history_is_flat_one_row_per_trial_and_size(study_run):
+    cli, _, study = study_run
+    frame = pd.read_csv(io.StringIO(cli("history", "--format", "csv").stdout))
+    complete = frame[frame.state == "COMPLETE"]
+    assert set(complete.groupby("trial").size()) == {12}
+    assert {"param.UCX_TLS", "size", "t_us", "t_trimmed_us", "t_default_us", "score"} <= set(frame.columns)
+    records = json.loads(cli("history", "--format", "json").stdout)
+    assert len(records) == len(frame)
+
+
+def test_env_export_is_sourceable_and_sets_the_best_trial(study_run, tmp_path):
+    cli, _, study = study_run
+    best = study.best_trial
+    path = tmp_path / "best.env"
+    cli("export", "--format", "env", "-o", str(path))
+    text = path.read_text()
+    assert f"trial {best.number}" in text
+    shown = subprocess.run(["bash", "-c", f"set -eu; source {path}; env"], capture_output=True,
+                           text=True, check=True).stdout
+    env = dict(line.split("=", 1) for line in shown.splitlines() if "=" in line)
+    assert env["UCX_TLS"] == best.params["UCX_TLS"]
+    assert env["UCX_RNDV_THRESH"] == best.params["UCX_RNDV_THRESH"]
+    assert env["OMPI_MCA_pml"] == "ucx" and env["OMPI_MCA_pml_ucx_devices"] == "any"
+
+
+def test_status_and_best_read_the_storage(study_run):
+    cli, _, study = study_run
+    status = json.loads(cli("status", "--format", "json").stdout)
+    states = [t.state for t in study.trials]
+    assert status["trials_complete"] == states.count(optuna.trial.TrialState.COMPLETE)
+    assert status["trials_pruned"] == states.count(optuna.trial.TrialState.PRUNED)
+    assert status["trials_failed"] == states.count(optuna.trial.TrialState.FAIL)
+    best = json.loads(cli("best", "--format", "json").stdout)
+    assert best["trial"] == study.best_trial.number
+
+
+def test_same_start_resumes_and_mismatched_settings_refuse(study_run):
+    cli, _, study = study_run
+    proc = cli("start", "--collective", "allreduce", "--ppn", "2", "--space", str(SPACE),
+               "--sizes", "8:32k", "--repetitions", str(REPS), "--foreground", check=False)
+    assert proc.returncode == 2
+    assert "different sizes" in proc.stderr and "Traceback" not in proc.stderr
