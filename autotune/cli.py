@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
@@ -122,13 +123,14 @@ def cli() -> None:
               help="size blocks measured in turn, smallest first; pruning can stop after any launch")
 @click.option("--time-per-size", type=float, default=0.02, show_default=True,
               callback=_positive_float, help="seconds of timed loop per size and launch")
-@click.option("--baseline-interval", type=float, default=120.0, show_default=True,
-              callback=_positive_float,
-              help="re-measure the default when the last baseline is older than this (seconds)")
+@click.option("--baseline-every", type=click.IntRange(min=1), default=1, show_default=True,
+              help="one launch of the default config per this many candidate launches of a size "
+                   "block; trials are scored against the last --repetitions of them")
 @click.option("--prune/--no-prune", default=True, show_default=True,
               help="stop losing configurations early (Wilcoxon test against the best trial)")
-@click.option("--prune-after", type=click.IntRange(min=1), default=2, show_default=True,
-              help="launches a trial gets before it may be pruned")
+@click.option("--prune-after", type=click.IntRange(min=2), default=4, show_default=True,
+              help="launches a trial gets before it may be pruned (at p<0.1 the exact test "
+                   "needs 4)")
 @click.option("--p-threshold", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.1, show_default=True, help="p-value below which a trial is pruned")
 @click.option("--oversubscribe", is_flag=True, help="allow more ranks than cores (timings suffer)")
@@ -139,7 +141,7 @@ def cli() -> None:
 @storage_option
 def start(collective: str, nodes: int, ppn: int | None, trials: int, space: str,
           sizes: tuple[int, ...] | None, weights_file: str | None, repetitions: int, stages: int,
-          time_per_size: float, baseline_interval: float, prune: bool, prune_after: int,
+          time_per_size: float, baseline_every: int, prune: bool, prune_after: int,
           p_threshold: float, oversubscribe: bool, seed: int | None, foreground: bool,
           study_name: str | None, storage: str | None) -> None:
     """Run a tuning study (creates it, or continues it with the same arguments)."""
@@ -179,7 +181,7 @@ def start(collective: str, nodes: int, ppn: int | None, trials: int, space: str,
     try:
         study = optuna.create_study(study_name=name, storage=store, direction="minimize",
                                     sampler=make_sampler(seed),
-                                    pruner=make_pruner(plan, prune_after, p_threshold),
+                                    pruner=make_pruner(prune_after, p_threshold),
                                     load_if_exists=True)
     except Exception as exc:
         raise AutotuneError(f"cannot create study {name!r}: {exc}") from None
@@ -206,19 +208,27 @@ def start(collective: str, nodes: int, ppn: int | None, trials: int, space: str,
     measurer = Measurer(plan, launcher, oversubscribe=oversubscribe)
     with ProgressDisplay(trials, console=err) as display:
         controller = Controller(study, search_space, config, measurer, host,
-                                baseline_interval=baseline_interval, prune=prune, seed=seed,
+                                baseline_every=baseline_every, prune=prune, seed=seed,
                                 events=display)
         summary = controller.run(trials)
     _print_run_summary(study, summary)
     if summary.interrupted:
         err.print("interrupted: the running trial is marked failed; completed trials are stored")
         sys.exit(130)
+    if summary.stopped_because:
+        sys.exit(1)
 
 
 def _print_run_summary(study, summary) -> None:
     states = [o.state for o in summary.outcomes]
+    drifts = [b.drift for b in summary.baselines if b.drift is not None]
+    drift = (f", drift {min(drifts):+.3f}..{max(drifts):+.3f} (log-ratio to the first window)"
+             if drifts else "")
     err.print(f"this run: {states.count('COMPLETE')} complete, {states.count('PRUNED')} pruned, "
-              f"{states.count('FAIL')} failed, {len(summary.baselines)} baselines")
+              f"{states.count('FAIL')} failed; {len(summary.baselines)} default-config launches"
+              f"{drift}")
+    if summary.stopped_because:
+        err.print(f"[red]stopped early[/]: {escape(summary.stopped_because)}")
     try:
         best = study.best_trial
     except ValueError:

@@ -1,8 +1,11 @@
 """The study loop: ask -> measure launch by launch -> report/prune -> score -> tell.
 
-Noise handling: every trial is scored against a baseline (the default configuration measured with
-the same plan) taken within `baseline_interval` seconds before it, because latency levels move
-between launches and over minutes. Each baseline's drift against the run's first one is stored.
+Noise handling: latency levels move between launches and, suddenly and for minutes, machine-wide
+(measured here: 1.6x at small sizes and 3x at large ones from one launch to the next). So the
+default configuration is not measured once: its launches are interleaved with the trials' launches
+(one right before every `baseline_every` candidate launches of the same size block) and every
+candidate launch is paired with the default launch nearest before it. A shift then spoils one pair,
+which the trimmed mean drops. Every default launch is stored with its drift against the run's first.
 The controller is the single writer of the study; it knows neither mpirun nor the benchmark.
 """
 
@@ -12,7 +15,6 @@ import math
 import random
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -21,10 +23,10 @@ from optuna.trial import TrialState
 
 from . import objective
 from .errors import AutotuneError, LaunchFailure
-from .measure import LaunchFailed, LaunchRecord, MeasurementPlan, Measurer
+from .measure import LaunchFailed, LaunchRecord, MeasurementPlan, Measurer, PlannedLaunch
 from .probe import HostInfo
 from .space import LaunchSettings, SearchSpace
-from .storage import Baseline, StudyConfig, load_baselines, save_baseline
+from .storage import BaselineLaunch, StudyConfig, load_baselines, save_baseline
 
 
 @dataclass
@@ -40,15 +42,16 @@ class TrialOutcome:
     bench_seconds: float = 0.0
     controller_seconds: float = 0.0  # ask, suggest, report, prune checks, attrs and tell
     wall_seconds: float = 0.0
-    baseline_id: int | None = None
+    baseline_launches: int = 0  # default-config launches interleaved during this trial
     fail_reason: str = ""
 
 
 @dataclass
 class RunSummary:
     outcomes: list[TrialOutcome] = field(default_factory=list)
-    baselines: list[Baseline] = field(default_factory=list)
+    baselines: list[BaselineLaunch] = field(default_factory=list)
     interrupted: bool = False
+    stopped_because: str = ""  # why the run ended before its trials were done
 
 
 class Events(Protocol):
@@ -56,16 +59,14 @@ class Events(Protocol):
 
     def trial_started(self, number: int, params: dict[str, Any], is_default: bool) -> None: ...
     def trial_finished(self, outcome: TrialOutcome, best: TrialOutcome | None) -> None: ...
-    def baseline_started(self, baseline_id: int) -> None: ...
-    def baseline_finished(self, baseline: Baseline) -> None: ...
+    def baseline_finished(self, launch: BaselineLaunch) -> None: ...
     def launch_finished(self, record: LaunchRecord, total: int) -> None: ...
 
 
 class NullEvents:
     def trial_started(self, number, params, is_default): pass
     def trial_finished(self, outcome, best): pass
-    def baseline_started(self, baseline_id): pass
-    def baseline_finished(self, baseline): pass
+    def baseline_finished(self, launch): pass
     def launch_finished(self, record, total): pass
 
 
@@ -73,37 +74,66 @@ def make_sampler(seed: int | None) -> optuna.samplers.BaseSampler:
     return optuna.samplers.TPESampler(multivariate=True, group=True, constant_liar=True, seed=seed)
 
 
-def make_pruner(plan: MeasurementPlan, prune_after_launches: int,
-                p_threshold: float) -> optuna.pruners.BasePruner:
-    """Wilcoxon signed-rank test of this trial's (size, rep) scores against the best trial's.
+def make_pruner(prune_after_launches: int, p_threshold: float) -> optuna.pruners.BasePruner:
+    """Wilcoxon signed-rank test of this trial's per-launch scores against the best trial's.
 
-    Pruning waits for `prune_after_launches` launches: one launch shares one latency level, so its
-    sizes are not independent evidence; two launches already span two levels.
+    One step per launch (step = the launch's index in the plan, the same for every trial), valued
+    at the weighted mean log-ratio of that launch's sizes. Launches, not sizes, are the unit of
+    evidence: a latency level holds for a whole launch and moves all its small sizes together,
+    so per-size steps made the test overconfident (19 of 20 trials pruned in a trial run).
     """
-    first_block = len(plan.blocks()[0])
     return optuna.pruners.WilcoxonPruner(p_threshold=p_threshold,
-                                         n_startup_steps=max(2, first_block * prune_after_launches))
+                                         n_startup_steps=max(2, prune_after_launches))
+
+
+class InterleavedDefault:
+    """The latest launch of the default configuration for each size block of this run."""
+
+    def __init__(self, every: int, weights: dict[int, float]) -> None:
+        self.every = every
+        self.weights = weights
+        self.latest: dict[int, BaselineLaunch] = {}
+        self.first: dict[int, BaselineLaunch] = {}
+        self.since: dict[int, int] = {}
+
+    def due(self, block: int) -> bool:
+        return block not in self.latest or self.since.get(block, 0) >= self.every
+
+    def drift(self, launch: BaselineLaunch) -> float:
+        """Weighted log-ratio of this default launch to the run's first one of its block."""
+        first = self.first.get(launch.block, launch)
+        return objective.weighted_score(
+            {s: objective.log_ratio(t, first.t_max_us[s]) for s, t in launch.t_max_us.items()},
+            self.weights)
+
+    def add(self, launch: BaselineLaunch) -> None:
+        self.first.setdefault(launch.block, launch)
+        self.latest[launch.block] = launch
+        self.since[launch.block] = 0
+
+    def candidate_launched(self, block: int) -> None:
+        self.since[block] = self.since.get(block, 0) + 1
 
 
 class Controller:
     def __init__(self, study: optuna.Study, space: SearchSpace, config: StudyConfig,
-                 measurer: Measurer, host: HostInfo, *, baseline_interval: float = 120.0,
-                 prune: bool = True, seed: int | None = None, events: Events | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 measurer: Measurer, host: HostInfo, *, baseline_every: int = 1,
+                 prune: bool = True, seed: int | None = None, events: Events | None = None) -> None:
         self.study = study
         self.space = space
         self.config = config
         self.measurer = measurer
         self.plan = measurer.plan
         self.host = host
-        self.baseline_interval = baseline_interval
         self.prune = prune
         self.events = events or NullEvents()
-        self.clock = clock
         self.rng = random.Random(seed)
         self.run_id = uuid.uuid4().hex[:12]
-        self.baseline: Baseline | None = None
-        self.first_baseline: Baseline | None = None
+        self.baseline = InterleavedDefault(baseline_every, config.weights)
+        existing = load_baselines(study)
+        self.next_baseline_id = (existing[-1].id + 1) if existing else 1
+        self.default_settings = space.settings(space.defaults(config.collective), config.collective)
+        self.summary = RunSummary()
         self.stop_requested = False
 
     # ------------------------------------------------------------------ setup
@@ -121,150 +151,73 @@ class Controller:
     # ------------------------------------------------------------------ loop
 
     def run(self, n_trials: int) -> RunSummary:
-        summary = RunSummary()
+        summary = self.summary
         self.enqueue_default()
         try:
             for _ in range(n_trials):
                 if self.stop_requested:
                     break
-                if self._baseline_stale():
-                    summary.baselines.append(self.measure_baseline())
                 summary.outcomes.append(self.run_trial())
         except KeyboardInterrupt:
             summary.interrupted = True
+        except BaselineFailed as exc:
+            summary.stopped_because = str(exc)
         return summary
-
-    def _baseline_stale(self) -> bool:
-        return self.baseline is None or self.clock() - self.baseline.finished > self.baseline_interval
 
     def _seed(self) -> int:
         return self.rng.randrange(2**31)
 
-    def measure_baseline(self) -> Baseline:
-        """Measure the default configuration with the full plan; retry once if a launch fails."""
-        existing = load_baselines(self.study)
-        baseline_id = (existing[-1].id + 1) if existing else 1
-        self.events.baseline_started(baseline_id)
-        settings = self.space.settings(self.space.defaults(self.config.collective),
-                                       self.config.collective)
-        started = self.clock()
+    def refresh_baseline(self, planned: PlannedLaunch) -> int:
+        """Run the default-config launch due before a candidate launch of this block, if any."""
+        if not self.baseline.due(planned.block):
+            return 0
         for attempt in range(2):
-            records: list[LaunchRecord] = []
             try:
-                for planned in self.plan.launches():
-                    records.append(self.measurer.run_launch(settings, planned, self._seed()))
-                    self.events.launch_finished(records[-1], len(self.plan.launches()))
+                record = self.measurer.run_launch(self.default_settings, planned, self._seed())
                 break
             except LaunchFailed as exc:
                 if attempt == 1:
-                    raise AutotuneError(
-                        f"the default configuration cannot be measured ({exc}); nothing to compare "
-                        f"against. Last stderr:\n{exc.stderr_tail}") from None
-        raw = _raw_from(records)
-        trimmed = {size: objective.trimmed_mean(values) for size, values in raw.items()}
-        reference = self.first_baseline
-        drift = 0.0
-        if reference is not None:
-            drift = objective.weighted_score(
-                {s: objective.log_ratio(trimmed[s], reference.trimmed[s]) for s in trimmed},
-                self.config.weights)
-        baseline = Baseline(id=baseline_id, run_id=self.run_id, started=started,
-                            finished=self.clock(), raw=raw, trimmed=trimmed, drift=drift,
-                            launches=[r.to_dict() for r in records], host=self.host.to_dict())
-        save_baseline(self.study, baseline)
-        self.baseline = baseline
-        if self.first_baseline is None:
-            self.first_baseline = baseline
-        self.events.baseline_finished(baseline)
-        return baseline
+                    raise BaselineFailed(
+                        f"the default configuration failed twice ({exc}); nothing to compare "
+                        f"against. stderr:\n{exc.stderr_tail}") from None
+        launch = BaselineLaunch(id=self.next_baseline_id, run_id=self.run_id, block=planned.block,
+                                started=record.started, seconds=record.seconds,
+                                t_max_us=record.t_max_us, argv=record.argv, hosts=record.hosts)
+        launch.drift = self.baseline.drift(launch)
+        self.baseline.add(launch)
+        self.next_baseline_id += 1
+        save_baseline(self.study, launch)
+        self.summary.baselines.append(launch)
+        self.events.baseline_finished(launch)
+        return 1
 
     def run_trial(self) -> TrialOutcome:
         t_start = time.perf_counter()
-        overhead = 0.0
         t0 = time.perf_counter()
         trial = self.study.ask()
         params = self.space.suggest(trial, self.config.collective)
         is_default = bool(trial.user_attrs.get("is_default")) or (
             params == self.space.defaults(self.config.collective))
-        overhead += time.perf_counter() - t0
+        overhead = time.perf_counter() - t0
         self.events.trial_started(trial.number, params, is_default)
         outcome = TrialOutcome(number=trial.number, state="FAIL", params=params,
                                is_default=is_default)
-        assert self.baseline is not None
-        baseline = self.baseline
-        outcome.baseline_id = baseline.id
-        records: list[LaunchRecord] = []
-        failure: LaunchFailure | None = None
-        pruned = False
-        interrupted = False
-        settings: LaunchSettings | None = None
+        measured = _Measured()
+        fatal: BaseException | None = None
         try:
-            settings = self.space.settings(params, self.config.collective)
-            planned_launches = self.plan.launches()
-            for planned in planned_launches:
-                try:
-                    record = self.measurer.run_launch(settings, planned, self._seed())
-                except LaunchFailed as exc:
-                    records.append(exc.record)
-                    failure = exc
-                    break
-                records.append(record)
-                self.events.launch_finished(record, len(planned_launches))
-                t0 = time.perf_counter()
-                for size, t_us in record.t_max_us.items():
-                    trial.report(objective.log_ratio(t_us, baseline.trimmed[size]),
-                                 self.plan.step(size, planned.rep))
-                pruned = self.prune and not is_default and trial.should_prune()
-                overhead += time.perf_counter() - t0
-                if pruned:
-                    break
-        except KeyboardInterrupt:
-            interrupted = True
-            failure = LaunchFailure("interrupted", "stopped by the user")
+            measured.settings = self.space.settings(params, self.config.collective)
+            self._measure(trial, measured, prunable=self.prune and not is_default)
+        except KeyboardInterrupt as exc:
+            fatal = exc
+            measured.failure = LaunchFailure("interrupted", "stopped by the user")
+        except BaselineFailed as exc:
+            fatal = exc
+            measured.failure = LaunchFailure("baseline", str(exc).splitlines()[0])
         except AutotuneError as exc:  # e.g. a stored parameter outside the space
-            failure = LaunchFailure("config", str(exc))
-
+            measured.failure = LaunchFailure("config", str(exc))
+        overhead += measured.overhead
         t0 = time.perf_counter()
-        good = [r for r in records if not r.failure]
-        raw = _raw_from(good)
-        outcome.launches = len(records)
-        outcome.bench_seconds = sum(r.seconds for r in records)
-        outcome.sizes_measured = len(raw)
-        attrs: dict[str, Any] = {
-            "is_default": is_default,
-            "baseline_id": baseline.id,
-            "run_id": self.run_id,
-            "host": self.host.to_dict(),
-            "settings": _settings_dict(settings) if settings else {},
-            "raw_us": {str(s): v for s, v in raw.items()},
-            "launches": [r.to_dict() for r in records],
-            "launch_count": len(records),
-            "sizes_measured": len(raw),
-            "sizes_complete": sum(1 for v in raw.values() if len(v) == self.plan.repetitions),
-            "bench_seconds": round(outcome.bench_seconds, 4),
-        }
-        if failure is None and not pruned:
-            scores = objective.per_size_scores(raw, baseline.trimmed)
-            value = objective.weighted_score(scores, self.config.weights)
-            attrs["scores"] = {str(s): v for s, v in scores.items()}
-            attrs["speedup"] = objective.speedup(value)
-            outcome.value, outcome.speedup, outcome.state = value, attrs["speedup"], "COMPLETE"
-        elif pruned:
-            scores = objective.per_size_scores(raw, baseline.trimmed)
-            attrs["scores"] = {str(s): v for s, v in scores.items()}
-            if scores:
-                partial = objective.weighted_score(scores, self.config.weights)
-                attrs["partial_speedup"] = objective.speedup(partial)
-            outcome.state = "PRUNED"
-        else:
-            assert failure is not None
-            attrs["fail_reason"] = failure.reason
-            attrs["fail_detail"] = failure.detail[:500]
-            attrs["stderr_tail"] = failure.stderr_tail[-4000:]
-            outcome.fail_reason = f"{failure.reason}: {failure.detail}"[:300]
-        overhead += time.perf_counter() - t0
-        attrs["controller_seconds"] = round(overhead, 6)
-        t0 = time.perf_counter()
+        attrs = self._record(outcome, measured)
         try:
             for key, value in attrs.items():
                 trial.set_user_attr(key, value)
@@ -277,13 +230,84 @@ class Controller:
         except KeyboardInterrupt:
             self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
             raise
-        overhead += time.perf_counter() - t0
-        outcome.controller_seconds = overhead
+        outcome.controller_seconds = overhead + time.perf_counter() - t0
         outcome.wall_seconds = time.perf_counter() - t_start
         self.events.trial_finished(outcome, self.best_outcome())
-        if interrupted:
-            raise KeyboardInterrupt
+        if fatal is not None:
+            raise fatal
         return outcome
+
+    def _measure(self, trial: optuna.Trial, measured: "_Measured", prunable: bool) -> None:
+        """Launch by launch, with due baseline launches first; report each launch; prune."""
+        assert measured.settings is not None
+        planned_launches = self.plan.launches()
+        for planned in planned_launches:
+            measured.baseline_launches += self.refresh_baseline(planned)
+            paired = self.baseline.latest[planned.block]  # the default launch nearest before
+            try:
+                record = self.measurer.run_launch(measured.settings, planned, self._seed())
+            except LaunchFailed as exc:
+                measured.records.append(exc.record)
+                measured.failure = exc
+                return
+            measured.records.append(record)
+            self.baseline.candidate_launched(planned.block)
+            self.events.launch_finished(record, len(planned_launches))
+            for size in record.t_max_us:
+                measured.paired_default.setdefault(size, []).append(paired.t_max_us[size])
+            measured.baseline_ids.append(paired.id)
+            t0 = time.perf_counter()
+            launch_scores = {size: objective.log_ratio(t_us, paired.t_max_us[size])
+                             for size, t_us in record.t_max_us.items()}
+            trial.report(objective.weighted_score(launch_scores, self.config.weights),
+                         planned.index)
+            measured.pruned = prunable and trial.should_prune()
+            measured.overhead += time.perf_counter() - t0
+            if measured.pruned:
+                return
+
+    def _record(self, outcome: TrialOutcome, measured: "_Measured") -> dict[str, Any]:
+        """Fill the outcome and return the trial's user attributes: what ran and what it gave."""
+        raw = _raw_from([r for r in measured.records if not r.failure])
+        outcome.launches = len(measured.records)
+        outcome.bench_seconds = sum(r.seconds for r in measured.records)
+        outcome.sizes_measured = len(raw)
+        outcome.baseline_launches = measured.baseline_launches
+        attrs: dict[str, Any] = {
+            "is_default": outcome.is_default,
+            "baseline_ids": measured.baseline_ids,  # the default launch paired with each launch
+            "default_us": {str(s): v for s, v in sorted(measured.paired_default.items())},
+            "baseline_launches_during": measured.baseline_launches,
+            "run_id": self.run_id,
+            "host": self.host.to_dict(),
+            "settings": _settings_dict(measured.settings) if measured.settings else {},
+            "raw_us": {str(s): v for s, v in raw.items()},
+            "launches": [r.to_dict() for r in measured.records],
+            "launch_count": len(measured.records),
+            "sizes_measured": len(raw),
+            "sizes_complete": sum(1 for v in raw.values() if len(v) == self.plan.repetitions),
+            "bench_seconds": round(outcome.bench_seconds, 4),
+            "controller_seconds": round(measured.overhead, 6),
+        }
+        if measured.failure is not None:
+            failure = measured.failure
+            attrs["fail_reason"] = failure.reason
+            attrs["fail_detail"] = failure.detail[:500]
+            attrs["stderr_tail"] = failure.stderr_tail[-4000:]
+            outcome.fail_reason = f"{failure.reason}: {failure.detail}"[:300]
+            return attrs
+        scores = objective.paired_scores(raw, measured.paired_default)
+        attrs["scores"] = {str(s): v for s, v in scores.items()}
+        if measured.pruned:
+            outcome.state = "PRUNED"
+            if scores:
+                partial = objective.weighted_score(scores, self.config.weights)
+                attrs["partial_speedup"] = objective.speedup(partial)
+            return attrs
+        outcome.value = objective.weighted_score(scores, self.config.weights)
+        outcome.speedup = attrs["speedup"] = objective.speedup(outcome.value)
+        outcome.state = "COMPLETE"
+        return attrs
 
     def best_outcome(self) -> TrialOutcome | None:
         try:
@@ -293,6 +317,24 @@ class Controller:
         return TrialOutcome(number=best.number, state="COMPLETE", params=best.params,
                             is_default=bool(best.user_attrs.get("is_default")), value=best.value,
                             speedup=math.exp(-best.value) if best.value is not None else None)
+
+
+@dataclass
+class _Measured:
+    """What one trial's measurement produced, complete or not."""
+
+    settings: LaunchSettings | None = None
+    records: list[LaunchRecord] = field(default_factory=list)
+    paired_default: dict[int, list[float]] = field(default_factory=dict)
+    baseline_ids: list[int] = field(default_factory=list)
+    baseline_launches: int = 0
+    pruned: bool = False
+    failure: LaunchFailure | None = None
+    overhead: float = 0.0
+
+
+class BaselineFailed(AutotuneError):
+    """The default configuration itself cannot be measured: there is nothing to score against."""
 
 
 def _raw_from(records: list[LaunchRecord]) -> dict[int, list[float]]:

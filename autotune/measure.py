@@ -53,10 +53,6 @@ class MeasurementPlan:
                 planned.append(PlannedLaunch(len(planned), b, rep, block))
         return planned
 
-    def step(self, size: int, rep: int) -> int:
-        """Stable pruner step for (size, repetition): pairs the same measurement across trials."""
-        return sorted(self.sizes).index(size) * self.repetitions + rep
-
     def timeout(self, launch: PlannedLaunch) -> float:
         per_size = self.time_per_size * 3 + SECONDS_PER_SIZE_ALLOWANCE
         return self.timeout_floor + per_size * len(launch.sizes)

@@ -1,7 +1,11 @@
 """Pure statistics of a trial's score: trimmed means, log-ratios to the default, size weights.
 
-A trial's value is the weighted mean over message sizes of log(t_config / t_default), where each
-t is the trimmed mean of R launches. Lower is better; users see speedup = exp(-value).
+Each launch of a configuration is paired with the launch of the default configuration measured
+right before it (the baseline nearest in time). Per size, the score is the trimmed mean over the R
+launches of log(t_config / t_default); the trial's value is the weighted mean over sizes.
+Lower is better; users see speedup = exp(-value). Pairing matters: a machine-wide level shift
+between two launches then spoils one pair, which the trimmed mean drops, instead of biasing
+every size.
 """
 
 from __future__ import annotations
@@ -65,11 +69,16 @@ def speedup(value: float) -> float:
     return math.exp(-value)
 
 
-def per_size_scores(config_raw: Mapping[int, list[float]],
-                    default_trimmed: Mapping[int, float]) -> dict[int, float]:
-    """log(trimmed mean of config / trimmed mean of default) for every size both have."""
-    return {size: log_ratio(trimmed_mean(values), default_trimmed[size])
-            for size, values in config_raw.items() if values and size in default_trimmed}
+def paired_scores(config_raw: Mapping[int, list[float]],
+                  default_raw: Mapping[int, list[float]]) -> dict[int, float]:
+    """Per size: trimmed mean over launches of log(t_config / t_default of the paired launch)."""
+    scores = {}
+    for size, values in config_raw.items():
+        defaults = default_raw.get(size, [])
+        if not values or len(defaults) != len(values):
+            continue
+        scores[size] = trimmed_mean(log_ratio(c, d) for c, d in zip(values, defaults))
+    return scores
 
 
 def load_weights(path: str | Path) -> dict[int, float]:

@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .controller import TrialOutcome
 from .measure import LaunchRecord
-from .storage import Baseline
+from .storage import BaselineLaunch
 
 
 def short_params(params: dict[str, Any]) -> str:
@@ -26,6 +26,7 @@ class ProgressDisplay:
         self.pruned = 0
         self.failed = 0
         self.best: TrialOutcome | None = None
+        self.baseline_count = 0
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), console=self.console, transient=True)
         self.trials_task = self.progress.add_task(self._description(), total=total)
@@ -64,17 +65,14 @@ class ProgressDisplay:
         tag = " (default)" if outcome.is_default else ""
         self.console.print(
             f"trial {outcome.number:>3}{tag} {result}  {outcome.sizes_measured} sizes, "
-            f"{outcome.launches} launches, {outcome.bench_seconds:.1f} s  "
+            f"{outcome.launches} launches (+{outcome.baseline_launches} default), "
+            f"{outcome.bench_seconds:.1f} s  "
             f"[dim]{escape(short_params(outcome.params))}[/]")
         self.progress.update(self.trials_task, completed=self.done, description=self._description())
         self.progress.update(self.launch_task, visible=False)
 
-    def baseline_started(self, baseline_id: int) -> None:
-        self.progress.update(self.launch_task, description=f"baseline {baseline_id}: default config",
-                             completed=0, visible=True)
-
-    def baseline_finished(self, baseline: Baseline) -> None:
-        drift = f", drift {baseline.drift:+.3f} vs the run's first" if baseline.drift else ""
-        self.console.print(f"[dim]baseline {baseline.id}: default configuration measured "
-                           f"({len(baseline.launches)} launches{drift})[/]")
-        self.progress.update(self.launch_task, visible=False)
+    def baseline_finished(self, launch: BaselineLaunch) -> None:
+        self.baseline_count += 1
+        drift = f", drift {launch.drift:+.3f}" if launch.drift else ""
+        self.progress.update(self.launch_task, description=escape(
+            f"baseline launch {launch.id} (default config, size block {launch.block}{drift})"))

@@ -28,9 +28,9 @@ class StudyStatus:
     best_speedup: float | None
     best_is_default: bool
     default_speedup: float | None  # the default re-measured as a trial: shows the noise floor
-    baselines: int
+    baseline_launches: int
     last_baseline: str | None
-    last_drift: float | None
+    recent_drift: float | None  # mean drift of the last few default-config launches
     bench_seconds: float
 
     def to_dict(self) -> dict[str, object]:
@@ -49,8 +49,10 @@ class StudyStatus:
             lines.append(f"default trial vs its baseline: {self.default_speedup:.3f}x "
                          "(distance from 1 = noise floor)")
         if self.last_baseline:
-            lines.append(f"baselines: {self.baselines}, last at {self.last_baseline}, drift "
-                         f"{self.last_drift:+.3f} (log-ratio vs the first baseline of its run)")
+            drift = (f", recent drift {self.recent_drift:+.3f} (log-ratio to the run's first window)"
+                     if self.recent_drift is not None else "")
+            lines.append(f"default config: {self.baseline_launches} interleaved launches, last at "
+                         f"{self.last_baseline}{drift}")
         return "\n".join(lines)
 
 
@@ -65,6 +67,7 @@ def study_status(study: optuna.Study) -> StudyStatus:
                     and t.state == TrialState.COMPLETE), None)
     baselines = load_baselines(study)
     last = baselines[-1] if baselines else None
+    recent = [b.drift for b in baselines[-5:] if b.drift is not None]
     return StudyStatus(
         study=study.study_name,
         collective=config.collective if config else "?",
@@ -80,9 +83,9 @@ def study_status(study: optuna.Study) -> StudyStatus:
         best_speedup=math.exp(-best.value) if best else None,
         best_is_default=bool(best and best.user_attrs.get("is_default")),
         default_speedup=math.exp(-default.value) if default else None,
-        baselines=len(baselines),
-        last_baseline=(dt.datetime.fromtimestamp(last.finished).strftime("%Y-%m-%d %H:%M:%S")
-                       if last else None),
-        last_drift=last.drift if last else None,
+        baseline_launches=len(baselines),
+        last_baseline=(dt.datetime.fromtimestamp(last.started + last.seconds)
+                       .strftime("%Y-%m-%d %H:%M:%S") if last else None),
+        recent_drift=(sum(recent) / len(recent)) if recent else None,
         bench_seconds=sum(float(t.user_attrs.get("bench_seconds", 0.0)) for t in trials),
     )

@@ -8,7 +8,6 @@ the study settings and every baseline measurement as study user attributes.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import warnings
@@ -133,45 +132,43 @@ def stored_config(study: optuna.Study) -> StudyConfig | None:
 
 
 @dataclass
-class Baseline:
-    """The default configuration measured with the same plan; trials are scored against it."""
+class BaselineLaunch:
+    """One launch of the default configuration, interleaved with the trials it is a reference for."""
 
     id: int
     run_id: str
+    block: int
     started: float
-    finished: float
-    raw: dict[int, list[float]]
-    trimmed: dict[int, float]
-    drift: float  # weighted log-ratio to the first baseline of the same run (0 for that one)
-    launches: list[dict[str, Any]] = field(default_factory=list)
-    host: dict[str, Any] = field(default_factory=dict)
+    seconds: float
+    t_max_us: dict[int, float]
+    argv: list[str] = field(default_factory=list)
+    hosts: list[str] = field(default_factory=list)
+    drift: float | None = None  # weighted log-ratio to the run's first default launch of this block
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["raw"] = {str(k): v for k, v in self.raw.items()}
-        data["trimmed"] = {str(k): v for k, v in self.trimmed.items()}
+        data["t_max_us"] = {str(k): v for k, v in self.t_max_us.items()}
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Baseline":
+    def from_dict(cls, data: dict[str, Any]) -> "BaselineLaunch":
         data = dict(data)
-        data["raw"] = {int(k): list(v) for k, v in data["raw"].items()}
-        data["trimmed"] = {int(k): float(v) for k, v in data["trimmed"].items()}
+        data["t_max_us"] = {int(k): float(v) for k, v in data["t_max_us"].items()}
         return cls(**data)
 
 
-def save_baseline(study: optuna.Study, baseline: Baseline) -> None:
-    study.set_user_attr(f"{BASELINE_PREFIX}{baseline.id:05d}", baseline.to_dict())
+def save_baseline(study: optuna.Study, launch: BaselineLaunch) -> None:
+    study.set_user_attr(f"{BASELINE_PREFIX}{launch.id:06d}", launch.to_dict())
 
 
-def load_baselines(study: optuna.Study) -> list[Baseline]:
+def load_baselines(study: optuna.Study) -> list[BaselineLaunch]:
     attrs = study.user_attrs
-    return [Baseline.from_dict(attrs[k]) for k in sorted(attrs) if k.startswith(BASELINE_PREFIX)]
+    return [BaselineLaunch.from_dict(attrs[k]) for k in sorted(attrs) if k.startswith(BASELINE_PREFIX)]
 
 
 def history_frame(study: optuna.Study) -> pd.DataFrame:
-    """One row per trial x message size: params, state, score, raw repetitions, what ran."""
-    baselines = {b.id: b for b in load_baselines(study)}
+    """One row per trial x message size: params, state, score, raw repetitions (t_us) and the
+    paired default launches they were divided by (t_default_reps_us), what ran."""
     rows: list[dict[str, Any]] = []
     for trial in study.get_trials(deepcopy=False):
         attrs = trial.user_attrs
@@ -185,7 +182,7 @@ def history_frame(study: optuna.Study) -> pd.DataFrame:
             "sizes_measured": attrs.get("sizes_measured", 0),
             "launches": attrs.get("launch_count", 0),
             "bench_seconds": attrs.get("bench_seconds", 0.0),
-            "baseline_id": attrs.get("baseline_id"),
+            "baseline_launches": len(attrs.get("baseline_ids") or []),
             "datetime_start": trial.datetime_start,
             "host": (attrs.get("host") or {}).get("host", ""),
             "mpi": (attrs.get("host") or {}).get("mpi", ""),
@@ -195,7 +192,7 @@ def history_frame(study: optuna.Study) -> pd.DataFrame:
         base.update({f"param.{k}": v for k, v in trial.params.items()})
         raw = attrs.get("raw_us") or {}
         scores = attrs.get("scores") or {}
-        baseline = baselines.get(attrs.get("baseline_id"))
+        paired = attrs.get("default_us") or {}
         if not raw:
             rows.append(base)
             continue
@@ -204,7 +201,8 @@ def history_frame(study: optuna.Study) -> pd.DataFrame:
             rows.append({**base, "size": int(size_text), "reps": len(values),
                          "t_us": json.dumps([round(v, 4) for v in values]),
                          "t_trimmed_us": _trimmed_or_none(values),
-                         "t_default_us": baseline.trimmed.get(int(size_text)) if baseline else None,
+                         "t_default_us": _trimmed_or_none(paired.get(size_text) or []),
+                         "t_default_reps_us": json.dumps([round(v, 4) for v in paired.get(size_text) or []]),
                          "score": scores.get(size_text)})
     return pd.DataFrame(rows)
 
@@ -213,7 +211,3 @@ def _trimmed_or_none(values: list[float]) -> float | None:
     from .objective import trimmed_mean
 
     return trimmed_mean(values) if values else None
-
-
-def quiet_sqlalchemy() -> None:
-    logging.getLogger("sqlalchemy").setLevel(logging.WARNING)

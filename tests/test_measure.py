@@ -19,12 +19,5 @@ def test_launches_are_block_major_with_repetitions():
     assert [l.index for l in launches] == list(range(6))
 
 
-def test_steps_are_unique_and_stable():
-    p = plan()
-    steps = {p.step(size, rep) for size in p.sizes for rep in range(p.repetitions)}
-    assert len(steps) == len(p.sizes) * p.repetitions
-    assert p.step(16, 2) == plan(stages=1).step(16, 2)  # independent of the block layout
-
-
 def test_more_stages_than_sizes_is_capped():
     assert len(plan(stages=10, sizes=(8, 16)).blocks()) == 2

@@ -56,22 +56,34 @@ def test_weighted_score_renormalizes_over_present_sizes():
     assert objective.weighted_score({8: 0.3, 16: 0.6}, weights) == pytest.approx((2 * 0.3 + 0.6) / 3)
 
 
-def test_per_size_scores_uses_trimmed_means():
-    raw = {8: [1.0, 2.0, 3.0, 4.0, 100.0], 16: [4.0, 4.0, 4.0]}
-    default = {8: 6.0, 16: 2.0}
-    scores = objective.per_size_scores(raw, default)
-    assert scores[8] == pytest.approx(math.log(3.0 / 6.0))
-    assert scores[16] == pytest.approx(math.log(2.0))
+def test_paired_scores_trim_the_per_launch_log_ratios():
+    # size 8: five launches paired with the default launch right before each; the fourth pair
+    # straddles a machine-wide slowdown (config 9 vs default 3): trimmed away as the max.
+    config = {8: [2.0, 2.0, 4.0, 9.0, 1.0]}
+    default = {8: [4.0, 2.0, 4.0, 3.0, 1.0]}
+    # log-ratios: log .5, 0, 0, log 3, 0 -> drop log .5 and log 3 -> mean of (0, 0, 0)
+    assert objective.paired_scores(config, default) == {8: 0.0}
+
+
+def test_paired_scores_skip_sizes_without_a_full_pairing():
+    assert objective.paired_scores({8: [1.0, 2.0], 16: [1.0]}, {8: [2.0, 4.0]}) == {
+        8: pytest.approx(math.log(0.5))}
 
 
 def test_full_aggregation_hand_computed():
-    """Three sizes, five launches each, uniform weights: the whole objective by hand."""
-    raw = {8: [2, 2, 2, 9, 1], 1024: [5, 5, 5, 5, 5], 65536: [30, 10, 20, 40, 20]}
-    default = {8: 4.0, 1024: 5.0, 65536: 10.0}
-    scores = objective.per_size_scores(raw, default)
-    # trimmed: 8 -> 2, 1024 -> 5, 65536 -> (20 + 20 + 30) / 3
-    expected = (math.log(2 / 4) + 0.0 + math.log(70 / 3 / 10)) / 3
-    assert objective.weighted_score(scores, objective.uniform_weights(raw)) == pytest.approx(expected)
+    """Three sizes, five paired launches each, uniform weights: the whole objective by hand."""
+    config = {8: [2, 2, 2, 9, 1], 1024: [5, 5, 5, 5, 5], 65536: [30, 10, 20, 40, 20]}
+    default = {8: [4, 4, 4, 4, 4], 1024: [5, 5, 5, 5, 10], 65536: [10, 10, 10, 10, 10]}
+    scores = objective.paired_scores(config, default)
+    # 8: ratios .5 .5 .5 2.25 .25 -> drop .25 and 2.25 -> log .5
+    # 1024: ratios 1 1 1 1 .5 -> drop .5 and one 1 -> log 1 = 0
+    # 65536: ratios 3 1 2 4 2 -> drop 1 and 4 -> mean(log 3, log 2, log 2)
+    expected_65536 = (math.log(3) + 2 * math.log(2)) / 3
+    assert scores == {8: pytest.approx(math.log(0.5)), 1024: pytest.approx(0.0),
+                      65536: pytest.approx(expected_65536)}
+    value = objective.weighted_score(scores, objective.uniform_weights(config))
+    assert value == pytest.approx((math.log(0.5) + expected_65536) / 3)
+    assert objective.speedup(value) == pytest.approx(math.exp(-value))
 
 
 def test_load_weights_yaml_with_suffixes(tmp_path):

@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.mpi
 
 SPACE = ROOT / "tests" / "data" / "space-with-losers.yaml"
-SIZES = "8:16k"  # 12 sizes in 2 stages of 6
+SIZES = "8:16k"  # 12 sizes in 3 stages of 4
 REPS = 3
+STAGES = 3  # the exact Wilcoxon test needs 4 launches: a pruned trial stops in the 2nd stage
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +38,7 @@ def study_run(tmp_path_factory, mpirun):
         return proc
 
     proc = cli("start", "--collective", "allreduce", "--nodes", "1", "--ppn", "2", "--trials", "7",
-               "--space", str(SPACE), "--sizes", SIZES, "--repetitions", str(REPS), "--stages", "2",
+               "--space", str(SPACE), "--sizes", SIZES, "--repetitions", str(REPS), "--stages", str(STAGES),
                "--time-per-size", "0.005", "--seed", "4", "--foreground")
     storage = f"sqlite:///{home / 'autotune.db'}"
     study = optuna.load_study(study_name="allreduce-1n2p-test-losers", storage=storage)
@@ -55,9 +56,14 @@ def test_study_has_a_complete_default_trial_with_raw_data(study_run):
     assert default.user_attrs["is_default"] is True
     assert default.state == optuna.trial.TrialState.COMPLETE
     assert default.params == {"UCX_TLS": "all", "UCX_RNDV_THRESH": "auto"}
-    assert default.user_attrs["baseline_id"] >= 1
     baselines = [k for k in study.user_attrs if k.startswith("autotune.baseline.")]
-    assert baselines, "no baseline measurement stored"
+    # every launch of the default trial is paired with a default launch measured right before it
+    assert len(default.user_attrs["baseline_ids"]) == REPS * STAGES
+    assert len(set(default.user_attrs["baseline_ids"])) == REPS * STAGES
+    assert len(baselines) >= REPS * STAGES
+    paired = default.user_attrs["default_us"]
+    assert set(paired) == set(default.user_attrs["raw_us"])
+    assert all(len(v) == REPS for v in paired.values())
 
 
 def test_completed_trials_keep_every_size_and_repetition(study_run):
@@ -68,7 +74,7 @@ def test_completed_trials_keep_every_size_and_repetition(study_run):
         raw = trial.user_attrs["raw_us"]
         assert len(raw) == 12 and all(len(v) == REPS for v in raw.values())
         assert trial.user_attrs["sizes_measured"] == 12
-        assert trial.user_attrs["launch_count"] == 2 * REPS
+        assert trial.user_attrs["launch_count"] == STAGES * REPS
         launch = trial.user_attrs["launches"][0]
         assert launch["argv"][0].endswith("mpirun") and launch["hosts"]
         assert trial.user_attrs["host"]["mpi"].startswith("Open MPI")

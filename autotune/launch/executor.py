@@ -22,18 +22,50 @@ def _read_capped(handle) -> tuple[str, bool]:
     return data.decode("utf-8", errors="replace"), size > MAX_OUTPUT_BYTES
 
 
-def kill_group(proc: subprocess.Popen) -> None:
-    """TERM the whole process group (mpirun and its ranks), then KILL after a short grace."""
-    for sig, wait in ((signal.SIGTERM, KILL_GRACE_SECONDS), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of a process group, read from /proc."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
             continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry))
+    return members
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """TERM the whole process group (mpirun, its daemons, the ranks), KILL what outlives a grace.
+
+    Returns only when no live member is left: the leader exiting is not enough, its ranks may
+    still be running.
+    """
+    pgid = proc.pid
+    for sig, grace in ((signal.SIGTERM, KILL_GRACE_SECONDS), (signal.SIGKILL, 5.0)):
+        proc.poll()
+        if not group_members(pgid):
+            break
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            proc.poll()  # reap the leader so it does not count as alive
+            if not group_members(pgid):
+                break
+            time.sleep(0.02)
+        else:
+            continue
+        break
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def run_command(command: Command, timeout: float) -> RunResult:

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Install what autotune needs on Debian/Ubuntu: Open MPI + UCX tools from Debian packages (when
+# missing; needs root), then a virtualenv in .venv with autotune and its Python dependencies from
+# PyPI. mpi4py is built from source against the installed Open MPI. Safe to run again.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PY="${PYTHON:-python3}"
+pkgs=(openmpi-bin libopenmpi-dev ucx-utils gcc)
+if ! command -v "$PY" >/dev/null 2>&1; then
+    pkgs+=(python3 python3-venv python3-dev)
+else
+    "$PY" -c 'import ensurepip, venv' >/dev/null 2>&1 || pkgs+=(python3-venv)
+    "$PY" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+        || pkgs+=(python3-dev)
+fi
+missing=()
+for pkg in "${pkgs[@]}"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "install.sh: missing Debian packages: ${missing[*]} (run as root, or install them)" >&2
+        exit 1
+    fi
+    echo "install.sh: apt-get install ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+    || { echo "install.sh: Python >= 3.11 required, $PY is $("$PY" --version 2>&1)" >&2; exit 1; }
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+.venv/bin/python -m pip install -q --upgrade pip
+echo "install.sh: pip install autotune and dependencies into .venv (mpi4py compiles once)"
+.venv/bin/python -m pip install -q --no-binary mpi4py -e ".[test]"
+.venv/bin/python -c 'import mpi4py, optuna; print(f"install.sh: ready (optuna {optuna.__version__}, mpi4py {mpi4py.__version__})")'
