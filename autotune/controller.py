@@ -261,7 +261,9 @@ class Controller:
                              for size, t_us in record.t_max_us.items()}
             trial.report(objective.weighted_score(launch_scores, self.config.weights),
                          planned.index)
-            measured.pruned = prunable and trial.should_prune()
+            # after the last launch pruning saves nothing: keep the complete measurement
+            last = planned.index == len(planned_launches) - 1
+            measured.pruned = prunable and not last and trial.should_prune()
             measured.overhead += time.perf_counter() - t0
             if measured.pruned:
                 return
