@@ -222,7 +222,7 @@ def start(collective: str, nodes: int, ppn: int | None, trials: int, space: str,
 def _print_run_summary(study, summary) -> None:
     states = [o.state for o in summary.outcomes]
     drifts = [b.drift for b in summary.baselines if b.drift is not None]
-    drift = (f", drift {min(drifts):+.3f}..{max(drifts):+.3f} (log-ratio to the first window)"
+    drift = (f", drift {min(drifts):+.3f}..{max(drifts):+.3f} (log-ratio to the first one)"
              if drifts else "")
     err.print(f"this run: {states.count('COMPLETE')} complete, {states.count('PRUNED')} pruned, "
               f"{states.count('FAIL')} failed; {len(summary.baselines)} default-config launches"
@@ -258,7 +258,8 @@ def status(fmt: str, study_name: str | None, storage: str | None) -> None:
 @cli.command()
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]),
               default="table", show_default=True,
-              help="table: one line per trial; csv/json/parquet: one row per trial x size")
+              help="table: one line per trial (pruned: partial speedup in parentheses); "
+                   "csv/json/parquet: one row per trial x size")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="write to FILE (required for parquet)")
 @study_option
@@ -292,13 +293,27 @@ def _render_history_table(frame) -> None:
     params = [c for c in frame.columns if c.startswith("param.")]
     for _, group in frame.groupby("trial", sort=True):
         row = group.iloc[0]
-        speed = f"{row['speedup']:.3f}x" if row["speedup"] == row["speedup"] and row["speedup"] else ""
+        if _present(row["speedup"]):
+            speed = f"{row['speedup']:.3f}x"
+        elif _present(row.get("partial_speedup")):
+            speed = f"({row['partial_speedup']:.2f}x)"
+        else:
+            speed = ""
         detail = row["fail_reason"] or " ".join(
-            f"{c[6:]}={row[c]}" for c in params if row[c] == row[c] and row[c] is not None)
+            f"{c[6:]}={_plain(row[c])}" for c in params if _present(row[c]))
         state = row["state"] + (" (default)" if row["is_default"] else "")
         table.add_row(str(row["trial"]), state, speed, str(row["sizes_measured"]),
                       str(row["launches"]), f"{row['bench_seconds']:.1f}", detail)
     out.print(table)
+
+
+def _present(value: Any) -> bool:
+    return value is not None and value == value and value != ""  # NaN != NaN
+
+
+def _plain(value: Any) -> Any:
+    """pandas turns integer columns with gaps into floats: show 16384, not 16384.0."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _write(text: str, output: str | None) -> None:

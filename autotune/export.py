@@ -68,7 +68,7 @@ def env_file(best: BestConfig, now: dt.datetime | None = None) -> str:
         lines.append(f"# {config.collective} on {config.nodes} node(s) x {config.ppn} ranks per node, "
                      f"space {config.space}")
         lines.append(f"# scored over {describe_sizes(config)}, weights: {config.weights_source}")
-    lines.append(f"# trial {best.trial} of {best.n_complete} completed: measured speedup "
+    lines.append(f"# best of {best.n_complete} completed trials: trial {best.trial}, measured speedup "
                  f"{best.speedup:.3f}x over the default (weighted mean log-ratio {best.value:+.4f})")
     if best.is_default:
         lines.append("# The default configuration was the best measured: no candidate beat it. "

@@ -49,7 +49,7 @@ class StudyStatus:
             lines.append(f"default trial vs its baseline: {self.default_speedup:.3f}x "
                          "(distance from 1 = noise floor)")
         if self.last_baseline:
-            drift = (f", recent drift {self.recent_drift:+.3f} (log-ratio to the run's first window)"
+            drift = (f", recent drift {self.recent_drift:+.3f} (log-ratio to the run's first default launch)"
                      if self.recent_drift is not None else "")
             lines.append(f"default config: {self.baseline_launches} interleaved launches, last at "
                          f"{self.last_baseline}{drift}")

@@ -178,6 +178,7 @@ def history_frame(study: optuna.Study) -> pd.DataFrame:
             "is_default": bool(attrs.get("is_default", False)),
             "value": trial.value,
             "speedup": attrs.get("speedup"),
+            "partial_speedup": attrs.get("partial_speedup"),
             "fail_reason": attrs.get("fail_reason", ""),
             "sizes_measured": attrs.get("sizes_measured", 0),
             "launches": attrs.get("launch_count", 0),
