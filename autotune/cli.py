@@ -191,9 +191,10 @@ def start(collective: str, nodes: int, ppn: int | None, trials: int, space: str,
     else:
         diff = previous.differences(config)
         if diff:
+            shown = "; ".join(f"{k}: stored {_short(getattr(previous, k))}, now {_short(getattr(config, k))}"
+                              for k in diff[:2])
             raise InputError(f"study {name!r} was created with different {', '.join(diff)} "
-                             f"({'; '.join(f'{k}={getattr(previous, k)!r}' for k in diff[:2])}); "
-                             "use --study NAME for a new study")
+                             f"({shown}); use --study NAME for a new study")
     if chosen.dropped:
         err.print(f"note: {collective} reduces float32 elements; sizes below 4 B dropped")
     if not foreground:
@@ -219,6 +220,14 @@ def start(collective: str, nodes: int, ppn: int | None, trials: int, space: str,
         sys.exit(1)
 
 
+def _short(value: Any) -> str:
+    if isinstance(value, tuple) and value and all(isinstance(v, int) for v in value):
+        return f"{len(value)} sizes {format_size(value[0])}..{format_size(value[-1])}"
+    if isinstance(value, dict):
+        return f"{len(value)} weights"
+    return repr(value)
+
+
 def _print_run_summary(study, summary) -> None:
     states = [o.state for o in summary.outcomes]
     drifts = [b.drift for b in summary.baselines if b.drift is not None]
@@ -234,8 +243,11 @@ def _print_run_summary(study, summary) -> None:
     except ValueError:
         return
     speed = math.exp(-best.value)
-    which = "the default configuration" if best.user_attrs.get("is_default") else f"trial {best.number}"
-    err.print(f"best so far: {which}, speedup {speed:.3f}x over the default")
+    if best.user_attrs.get("is_default"):
+        err.print(f"best so far: the default configuration; no candidate beat it (the default "
+                  f"measured {speed:.3f}x against its interleaved reference: the noise floor)")
+    else:
+        err.print(f"best so far: trial {best.number}, speedup {speed:.3f}x over the default")
     err.print(f"export it:   autotune export --study {study.study_name} --format env -o best.env")
 
 

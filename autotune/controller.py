@@ -22,7 +22,7 @@ import optuna
 from optuna.trial import TrialState
 
 from . import objective
-from .errors import AutotuneError, LaunchFailure
+from .errors import AutotuneError, InputError, LaunchFailure
 from .measure import LaunchFailed, LaunchRecord, MeasurementPlan, Measurer, PlannedLaunch
 from .probe import HostInfo
 from .space import LaunchSettings, SearchSpace
@@ -195,7 +195,13 @@ class Controller:
         t_start = time.perf_counter()
         t0 = time.perf_counter()
         trial = self.study.ask()
-        params = self.space.suggest(trial, self.config.collective)
+        try:
+            params = self.space.suggest(trial, self.config.collective)
+        except ValueError as exc:  # optuna: a parameter's distribution differs from earlier trials
+            self.study.tell(trial, state=TrialState.FAIL)
+            raise InputError(f"the search space {self.space.name!r} no longer matches the trials "
+                             f"of study {self.study.study_name!r} ({exc}); start a new study "
+                             "with --study NAME") from None
         is_default = bool(trial.user_attrs.get("is_default")) or (
             params == self.space.defaults(self.config.collective))
         overhead = time.perf_counter() - t0

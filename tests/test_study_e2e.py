@@ -105,7 +105,7 @@ def test_config_that_breaks_mpi_fails_its_trial_and_the_study_goes_on(study_run)
     assert len(study.trials) == 7  # every trial ran despite the failures
 
 
-def test_history_is_flat_one_row_per_trial_and_size(study_run):
+def test_history_is_flat_one_row_per_trial_and_size(study_run, tmp_path):
     cli, _, study = study_run
     frame = pd.read_csv(io.StringIO(cli("history", "--format", "csv").stdout))
     complete = frame[frame.state == "COMPLETE"]
@@ -113,6 +113,8 @@ def test_history_is_flat_one_row_per_trial_and_size(study_run):
     assert {"param.UCX_TLS", "size", "t_us", "t_trimmed_us", "t_default_us", "score"} <= set(frame.columns)
     records = json.loads(cli("history", "--format", "json").stdout)
     assert len(records) == len(frame)
+    cli("history", "--format", "parquet", "-o", str(tmp_path / "h.parquet"))
+    assert len(pd.read_parquet(tmp_path / "h.parquet")) == len(frame)
 
 
 def test_env_export_is_sourceable_and_sets_the_best_trial(study_run, tmp_path):
@@ -147,3 +149,15 @@ def test_same_start_resumes_and_mismatched_settings_refuse(study_run):
                "--sizes", "8:32k", "--repetitions", str(REPS), "--foreground", check=False)
     assert proc.returncode == 2
     assert "different sizes" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_incompatible_space_change_is_a_clear_error(study_run, tmp_path):
+    cli, _, study = study_run
+    changed = tmp_path / "space.yaml"
+    changed.write_text(SPACE.read_text().replace("choices: [auto, 8kb, 64kb]", "choices: [auto, 16kb]"))
+    proc = cli("start", "--collective", "allreduce", "--ppn", "2", "--space", str(changed),
+               "--sizes", SIZES, "--repetitions", str(REPS), "--stages", str(STAGES),
+               "--time-per-size", "0.005", "--study", study.study_name, "--trials", "1",
+               "--foreground", check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "no longer matches" in proc.stderr and "Traceback" not in proc.stderr
