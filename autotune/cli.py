@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,12 +17,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
-from .benchmarks.records import COLLECTIVES, REDUCTION_ELEMENT_BYTES, REDUCTIONS
-from .errors import AutotuneError, EnvironmentProblem, InputError
+from .benchmarks.records import COLLECTIVES
+from .errors import AutotuneError, InputError
+from .session import DEFAULT_SIZES, DEFAULT_SPACE
 from .units import format_size, parse_size_range
 
-DEFAULT_SPACE = "openmpi-local"
-DEFAULT_SIZES = "8:1m"
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -58,40 +59,6 @@ def _open_study(storage_url: str | None, study_name: str | None):
     return load_existing_study(storage, study_name, storage_url)
 
 
-@dataclass(frozen=True)
-class SizesChoice:
-    sizes: tuple[int, ...]
-    weights: dict[int, float]
-    weights_source: str
-    dropped: tuple[int, ...]
-
-
-def choose_sizes(collective: str, sizes: tuple[int, ...] | None,
-                 weights_file: str | None) -> SizesChoice:
-    """Sizes to measure and their weights, from --sizes and/or an application weights file."""
-    from .objective import load_weights, normalize_weights, uniform_weights
-
-    if weights_file:
-        file_weights = load_weights(weights_file)
-        candidates = sizes if sizes is not None else tuple(sorted(file_weights))
-        weights = {s: file_weights.get(s, 0.0) for s in candidates}
-        source = f"from {Path(weights_file).name}"
-    else:
-        candidates = sizes if sizes is not None else parse_size_range(DEFAULT_SIZES)
-        weights = uniform_weights(candidates)
-        source = "uniform over log2(size)"
-    dropped: tuple[int, ...] = ()
-    if collective in REDUCTIONS:
-        dropped = tuple(s for s in candidates if s < REDUCTION_ELEMENT_BYTES)
-        weights = {s: w for s, w in weights.items() if s >= REDUCTION_ELEMENT_BYTES}
-    weights = {s: w for s, w in weights.items() if w > 0}
-    if not weights:
-        raise InputError("no message size left to measure: check --sizes against the weights file"
-                         + (" (reductions need sizes >= 4 B)" if dropped else ""))
-    return SizesChoice(sizes=tuple(sorted(weights)), weights=normalize_weights(weights),
-                       weights_source=source, dropped=dropped)
-
-
 # ----------------------------------------------------------------------------- commands
 
 
@@ -111,7 +78,8 @@ def cli() -> None:
 @click.option("--trials", type=click.IntRange(min=1), default=30, show_default=True,
               help="trials to run in this invocation (a resumed study adds to its trials)")
 @click.option("--space", default=DEFAULT_SPACE, show_default=True, metavar="NAME|FILE",
-              help="search space: a shipped name, a YAML file, or several joined with +")
+              help="search space: a shipped name (autotune spaces list), a YAML file, or several "
+                   "joined with +")
 @click.option("--sizes", callback=_sizes_option, metavar="MIN:MAX|LIST",
               help=f"message sizes: powers of two in MIN:MAX or a list (k/m suffixes)  "
                    f"[default: {DEFAULT_SIZES}, or the weights file's sizes]")
@@ -125,7 +93,7 @@ def cli() -> None:
               callback=_positive_float, help="seconds of timed loop per size and launch")
 @click.option("--baseline-every", type=click.IntRange(min=1), default=1, show_default=True,
               help="one launch of the default config per this many candidate launches of a size "
-                   "block; trials are scored against the last --repetitions of them")
+                   "block; each candidate launch is divided by the default launch nearest before it")
 @click.option("--prune/--no-prune", default=True, show_default=True,
               help="stop losing configurations early (Wilcoxon test against the best trial)")
 @click.option("--prune-after", type=click.IntRange(min=2), default=4, show_default=True,
@@ -137,95 +105,62 @@ def cli() -> None:
 @click.option("--seed", type=int, default=None, help="seed of the sampler and of the size orders")
 @click.option("--foreground", is_flag=True,
               help="run in this terminal (today the only mode; the background daemon comes next)")
+@click.option("--warm-start", metavar="NAME|FILE",
+              help="enqueue known-good configurations first (shipped: seed000-winners)")
+@click.option("--check-live/--no-check-live", default=True, show_default=True,
+              help="before the study, prove UCX variables take effect (one failing launch)")
 @study_option
 @storage_option
 def start(collective: str, nodes: int, ppn: int | None, trials: int, space: str,
           sizes: tuple[int, ...] | None, weights_file: str | None, repetitions: int, stages: int,
           time_per_size: float, baseline_every: int, prune: bool, prune_after: int,
           p_threshold: float, oversubscribe: bool, seed: int | None, foreground: bool,
-          study_name: str | None, storage: str | None) -> None:
+          warm_start: str | None, check_live: bool, study_name: str | None,
+          storage: str | None) -> None:
     """Run a tuning study (creates it, or continues it with the same arguments)."""
-    import optuna
-
-    from .controller import Controller, make_pruner, make_sampler
-    from .launch import LocalLauncher
-    from .measure import MeasurementPlan, Measurer
-    from .probe import probe_host
     from .progress import ProgressDisplay
-    from .space import load_space
-    from .storage import CONFIG_ATTR, StudyConfig, open_storage, redact, stored_config
+    from .session import StartOptions, prepare_session
+    from .storage import redact
 
-    search_space = load_space(space)
-    chosen = choose_sizes(collective, sizes, weights_file)
-    launcher = LocalLauncher()
-    host = probe_host()
-    if not launcher.mpirun:
-        raise EnvironmentProblem("mpirun not found on PATH: install Open MPI "
-                                 "(apt-get install openmpi-bin libopenmpi-dev ucx-utils)")
-    if nodes > len(launcher.hosts()):
-        raise EnvironmentProblem(f"--nodes {nodes} but only {len(launcher.hosts())} host is "
-                                 f"available ({launcher.hosts()[0]}, local launcher)")
-    ppn = ppn or host.cores
-    if ppn > host.cores and not oversubscribe:
-        raise EnvironmentProblem(f"--ppn {ppn} exceeds the {host.cores} usable cores of {host.host}; "
-                                 "oversubscribed ranks give meaningless timings (--oversubscribe "
-                                 "to do it anyway)")
-    config = StudyConfig(collective=collective, nodes=nodes, ppn=ppn, space=search_space.name,
-                         sizes=chosen.sizes, weights=chosen.weights, repetitions=repetitions,
-                         stages=stages, time_per_size=time_per_size,
-                         weights_source=chosen.weights_source, space_digest=search_space.digest)
-    name = study_name or f"{collective}-{nodes}n{ppn}p-{search_space.name}"
-    plan = MeasurementPlan(collective=collective, nodes=nodes, ppn=ppn, sizes=chosen.sizes,
-                           repetitions=repetitions, stages=stages, time_per_size=time_per_size)
-    store = open_storage(storage)
-    try:
-        study = optuna.create_study(study_name=name, storage=store, direction="minimize",
-                                    sampler=make_sampler(seed),
-                                    pruner=make_pruner(prune_after, p_threshold),
-                                    load_if_exists=True)
-    except Exception as exc:
-        raise AutotuneError(f"cannot create study {name!r}: {exc}") from None
-    previous = stored_config(study)
-    if previous is None:
-        study.set_user_attr(CONFIG_ATTR, config.to_dict())
-    else:
-        diff = previous.differences(config)
-        if diff:
-            shown = "; ".join(f"{k}: stored {_short(getattr(previous, k))}, now {_short(getattr(config, k))}"
-                              for k in diff[:2])
-            raise InputError(f"study {name!r} was created with different {', '.join(diff)} "
-                             f"({shown}); use --study NAME for a new study")
-    if chosen.dropped:
-        err.print(f"note: {collective} reduces float32 elements; sizes below 4 B dropped")
+    options = StartOptions(
+        collective=collective, nodes=nodes, ppn=ppn, space=space, sizes=sizes,
+        weights_file=weights_file, repetitions=repetitions, stages=stages,
+        time_per_size=time_per_size, baseline_every=baseline_every, prune=prune,
+        prune_after=prune_after, p_threshold=p_threshold, oversubscribe=oversubscribe, seed=seed,
+        study_name=study_name, storage=storage, warm_start=warm_start, check_live=check_live)
+    session = prepare_session(options)
+    config, plan = session.config, session.plan
+    for note in session.notes:
+        err.print(f"note: {escape(note)}")
     if not foreground:
         err.print("note: the background daemon is not built yet; running in the foreground")
-    n_prev = len(study.trials)
-    err.print(f"study [bold]{name}[/] in {redact(storage or '') or 'default storage'}"
-              f"{f' (resuming: {n_prev} trials)' if n_prev else ''}")
-    err.print(f"{collective}: {nodes} node x {ppn} ranks, {len(chosen.sizes)} sizes "
-              f"{format_size(chosen.sizes[0])}..{format_size(chosen.sizes[-1])}, "
-              f"{repetitions} launches per size in {len(plan.blocks())} stages, "
-              f"space {search_space.name} on {host.mpi}, UCX {host.ucx or 'n/a'}")
-    measurer = Measurer(plan, launcher, oversubscribe=oversubscribe)
+    resumed = f" (resuming: {session.resumed_trials} trials)" if session.resumed_trials else ""
+    err.print(f"study [bold]{escape(session.study.study_name)}[/] in "
+              f"{escape(redact(storage or '') or 'default storage')}{resumed}")
+    err.print(f"{collective}: {config.nodes} node x {config.ppn} ranks, {len(config.sizes)} sizes "
+              f"{format_size(config.sizes[0])}..{format_size(config.sizes[-1])}, "
+              f"{config.repetitions} launches per size in {len(plan.blocks())} stages, "
+              f"space {escape(session.space_name)} on {session.caps.mpi}, "
+              f"UCX {session.caps.ucx_version or 'n/a'}")
+    if session.context_values:
+        err.print("allocation: " + ", ".join(f"{k}={v}" for k, v in session.context_values.items())
+                  + " (read from the nodes, fixed for the sampler)")
+    if session.removed:
+        err.print(f"not searched here ({len(session.removed)}):")
+        for removal in session.removed:
+            err.print(f"  - {escape(str(removal))}")
+    if session.ucx_live_checked:
+        err.print("UCX knobs are live: a launch with UCX_TLS=self failed as it must under pml ucx")
+    for line in session.warm_started:
+        err.print(f"warm start: {escape(line)}")
     with ProgressDisplay(trials, console=err) as display:
-        controller = Controller(study, search_space, config, measurer, host,
-                                baseline_every=baseline_every, prune=prune, seed=seed,
-                                events=display)
-        summary = controller.run(trials)
-    _print_run_summary(study, summary)
+        summary = session.controller(options, display).run(trials)
+    _print_run_summary(session.study, summary)
     if summary.interrupted:
         err.print("interrupted: the running trial is marked failed; completed trials are stored")
         sys.exit(130)
     if summary.stopped_because:
         sys.exit(1)
-
-
-def _short(value: Any) -> str:
-    if isinstance(value, tuple) and value and all(isinstance(v, int) for v in value):
-        return f"{len(value)} sizes {format_size(value[0])}..{format_size(value[-1])}"
-    if isinstance(value, dict):
-        return f"{len(value)} weights"
-    return repr(value)
 
 
 def _print_run_summary(study, summary) -> None:
@@ -248,7 +183,8 @@ def _print_run_summary(study, summary) -> None:
                   f"measured {speed:.3f}x against its interleaved reference: the noise floor)")
     else:
         err.print(f"best so far: trial {best.number}, speedup {speed:.3f}x over the default")
-    err.print(f"export it:   autotune export --study {study.study_name} --format env -o best.env")
+    err.print(f"export it:   autotune export --study {shlex.quote(study.study_name)} --format env "
+              "-o best.env", markup=False)
 
 
 @cli.command()
@@ -264,7 +200,7 @@ def status(fmt: str, study_name: str | None, storage: str | None) -> None:
     if fmt == "json":
         click.echo(json.dumps(info.to_dict(), indent=2, default=str))
     else:
-        out.print(info.render())
+        out.print(info.render(), markup=False)
 
 
 @cli.command()
@@ -288,7 +224,10 @@ def history(fmt: str, output: str | None, study_name: str | None, storage: str |
     if fmt == "parquet":
         if not output:
             raise InputError("--format parquet needs -o FILE")
-        frame.to_parquet(output, index=False)
+        try:
+            frame.to_parquet(output, index=False)
+        except OSError as exc:
+            raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
         return
     text = frame.to_csv(index=False) if fmt == "csv" else frame.to_json(orient="records", indent=1,
                                                                         date_format="iso")
@@ -315,7 +254,7 @@ def _render_history_table(frame) -> None:
             f"{c[6:]}={_plain(row[c])}" for c in params if _present(row[c]))
         state = row["state"] + (" (default)" if row["is_default"] else "")
         table.add_row(str(row["trial"]), state, speed, str(row["sizes_measured"]),
-                      str(row["launches"]), f"{row['bench_seconds']:.1f}", detail)
+                      str(row["launches"]), f"{row['bench_seconds']:.1f}", escape(str(detail)))
     out.print(table)
 
 
@@ -354,10 +293,15 @@ def best(fmt: str, study_name: str | None, storage: str | None) -> None:
                                "params": cfg.params, "env": cfg.env, "mca": cfg.mca,
                                "mpirun_args": list(cfg.mpirun_args)}, indent=2))
         return
-    which = "the default configuration" if cfg.is_default else f"trial {cfg.trial}"
-    out.print(f"study {cfg.study}: best is {which}, speedup {cfg.speedup:.3f}x over the default")
+    if cfg.is_default:
+        out.print(f"study {cfg.study}: the default configuration is the best measured; no candidate "
+                  f"beat it (the default measured {cfg.speedup:.3f}x against its interleaved "
+                  "reference: the noise floor)", markup=False)
+    else:
+        out.print(f"study {cfg.study}: best is trial {cfg.trial}, speedup {cfg.speedup:.3f}x over "
+                  "the default", markup=False)
     for name, value in cfg.params.items():
-        out.print(f"  {name} = {value}")
+        out.print(f"  {name} = {value}", markup=False)
 
 
 @cli.command()
@@ -371,6 +315,115 @@ def export(fmt: str, output: str | None, study_name: str | None, storage: str | 
     from .export import EXPORTERS, best_config
 
     _write(EXPORTERS[fmt](best_config(_open_study(storage, study_name))), output)
+
+
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def probe(fmt: str) -> None:
+    """What this machine offers: MPI, components, UCX transports, NUMA layout, pml ucx."""
+    from .probe import probe_capabilities
+
+    caps = probe_capabilities()
+    if fmt == "json":
+        click.echo(json.dumps(caps.to_dict(), indent=2))
+        return
+    numa = caps.numa
+    lines = [
+        f"host:        {caps.host}",
+        f"MPI:         {caps.mpi}",
+        f"coll:        {', '.join(sorted(caps.components.get('coll', []))) or '-'}",
+        f"pml:         {', '.join(sorted(caps.components.get('pml', []))) or '-'}",
+        f"btl:         {', '.join(sorted(caps.components.get('btl', []))) or '-'}",
+        f"UCX:         {caps.ucx_version or 'not found'}"
+        + (f" ({', '.join(caps.ucx_features)})" if caps.ucx_features else ""),
+    ]
+    for transport, devices in caps.ucx_transports.items():
+        lines.append(f"  transport {transport:8s} devices {', '.join(devices)}")
+    lines.append(f"NUMA:        {numa.sockets} socket(s), {numa.numa_nodes} NUMA node(s), NPS "
+                 f"{numa.nps}, {numa.cores_per_numa} core(s) per NUMA node, {numa.cores} usable")
+    if caps.mpi_family == "openmpi":
+        if caps.pml_ucx_selected_by_default():
+            lines.append("pml ucx:     selected by default")
+        elif caps.has_component("pml", "ucx"):
+            lines.append(f"pml ucx:     NOT selected by default (pml_ucx_devices="
+                         f"{caps.mca_defaults.get('pml_ucx_devices', '?')} matches no device here): "
+                         "UCX_* variables are dead unless forced with --mca pml ucx "
+                         "--mca pml_ucx_devices any --mca pml_ucx_tls any")
+        else:
+            lines.append("pml ucx:     not built into this Open MPI")
+    out.print("\n".join(lines), markup=False)
+
+
+@cli.group()
+def spaces() -> None:
+    """Search spaces: list, show, validate."""
+
+
+@spaces.command("list")
+def spaces_list() -> None:
+    """Shipped search spaces."""
+    from .space import available_spaces, load_space
+
+    for name in available_spaces():
+        space = load_space(name)
+        out.print(f"{name:16s} {space.stack:11s} {len(space.parameters):3d} knobs  "
+                  f"{space.description}", markup=False)
+
+
+@spaces.command("show")
+@click.argument("name")
+def spaces_show(name: str) -> None:
+    """Every knob of a space (NAME, FILE or A+B) with how it is applied, its default and source."""
+    from .space import load_space
+
+    space = load_space(name)
+    table = Table(title=f"{space.name} ({space.stack}): {space.description}", title_justify="left")
+    for column in ("knob", "applied as", "default", "choices", "only when", "source"):
+        table.add_column(column, overflow="fold")
+    for setting in space.fixed:
+        value = " ".join(setting.args) if setting.apply == "mpirun" else setting.value
+        table.add_row(escape(setting.name), f"{setting.apply} (fixed)", escape(value), "",
+                      "every trial", escape(setting.why))
+    for p in space.parameters:
+        conditions = []
+        if p.collectives:
+            conditions.append("/".join(p.collectives))
+        if p.scope != "any":
+            conditions.append(p.scope)
+        conditions += [f"{k} in {list(v)}" for k, v in p.when]
+        conditions += [f"needs {r}" for r in p.requires]
+        conditions += [f"{c} needs {', '.join(map(str, reqs))}" for c, reqs in p.choice_requires]
+        applied = p.apply + (f" ({p.context}, read not set)" if p.apply == "context" else "")
+        table.add_row(escape(p.name), applied, escape(str(p.default)), escape(p.describe_choices()),
+                      escape("; ".join(conditions)), escape(p.source or p.help))
+    for c in space.compose:
+        table.add_row(escape(c.name), f"{c.apply} (composed)", "", escape(c.template),
+                      "when its parts are active", "")
+    out.print(table)
+
+
+@spaces.command("validate")
+@click.argument("path")
+def spaces_validate(path: str) -> None:
+    """Check a space file (schema, safety); with the installed MPI, show what would be removed."""
+    from .probe import probe_capabilities
+    from .space import TrialContext, load_space, resolve
+
+    space = load_space(path)
+    out.print(f"{path}: valid ({len(space.parameters)} parameters, stack {space.stack})", markup=False)
+    caps = probe_capabilities()
+    for collective in COLLECTIVES:
+        ctx = TrialContext(collective, 1)
+        if not any(p.applies_to(ctx) for p in space.parameters):
+            continue
+        try:
+            resolved = resolve(space, caps, ctx)
+        except AutotuneError as exc:
+            out.print(f"  on this machine: {exc}", markup=False)
+            return
+        removed = "; ".join(str(r) for r in resolved.removed) or "nothing"
+        out.print(f"  {collective} on 1 node here: removed {removed}", markup=False)
 
 
 # ----------------------------------------------------------------------------- entry point
@@ -395,3 +448,10 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         sys.stderr.write("autotune: interrupted\n")
         sys.exit(130)
+    except Exception as exc:  # a bug or an unforeseen environment problem: still one line
+        if os.environ.get("AUTOTUNE_DEBUG"):
+            raise
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        sys.stderr.write(f"autotune: internal error: {exc.__class__.__name__}: {first} "
+                         "(AUTOTUNE_DEBUG=1 shows the traceback)\n")
+        sys.exit(70)

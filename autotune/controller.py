@@ -25,7 +25,7 @@ from . import objective
 from .errors import AutotuneError, InputError, LaunchFailure
 from .measure import LaunchFailed, LaunchRecord, MeasurementPlan, Measurer, PlannedLaunch
 from .probe import HostInfo
-from .space import LaunchSettings, SearchSpace
+from .space import LaunchSettings, SearchSpace, TrialContext
 from .storage import BaselineLaunch, StudyConfig, load_baselines, save_baseline
 
 
@@ -70,8 +70,13 @@ class NullEvents:
     def launch_finished(self, record, total): pass
 
 
-def make_sampler(seed: int | None) -> optuna.samplers.BaseSampler:
-    return optuna.samplers.TPESampler(multivariate=True, group=True, constant_liar=True, seed=seed)
+def make_sampler(seed: int | None, fixed: dict[str, Any] | None = None) -> optuna.samplers.BaseSampler:
+    """TPE over the space; allocation context (NPS, ...) is pinned to this allocation's value,
+    so the sampler learns from trials on other allocations but never proposes the impossible."""
+    tpe = optuna.samplers.TPESampler(multivariate=True, group=True, constant_liar=True, seed=seed)
+    if fixed:
+        return optuna.samplers.PartialFixedSampler(dict(fixed), tpe)
+    return tpe
 
 
 def make_pruner(prune_after_launches: int, p_threshold: float) -> optuna.pruners.BasePruner:
@@ -84,6 +89,17 @@ def make_pruner(prune_after_launches: int, p_threshold: float) -> optuna.pruners
     """
     return optuna.pruners.WilcoxonPruner(p_threshold=p_threshold,
                                          n_startup_steps=max(2, prune_after_launches))
+
+
+def enqueue_default(study: optuna.Study, default_params: dict[str, Any]) -> bool:
+    """Queue the default configuration as a trial unless the study already has it (first in line,
+    so it is trial 0 of a new study)."""
+    for trial in study.get_trials(deepcopy=False):
+        if trial.user_attrs.get("is_default") and trial.state in (
+                TrialState.COMPLETE, TrialState.WAITING, TrialState.RUNNING):
+            return False
+    study.enqueue_trial(default_params, user_attrs={"is_default": True})
+    return True
 
 
 class InterleavedDefault:
@@ -118,7 +134,8 @@ class InterleavedDefault:
 class Controller:
     def __init__(self, study: optuna.Study, space: SearchSpace, config: StudyConfig,
                  measurer: Measurer, host: HostInfo, *, baseline_every: int = 1,
-                 prune: bool = True, seed: int | None = None, events: Events | None = None) -> None:
+                 prune: bool = True, seed: int | None = None, events: Events | None = None,
+                 context_values: dict[str, Any] | None = None) -> None:
         self.study = study
         self.space = space
         self.config = config
@@ -132,21 +149,17 @@ class Controller:
         self.baseline = InterleavedDefault(baseline_every, config.weights)
         existing = load_baselines(study)
         self.next_baseline_id = (existing[-1].id + 1) if existing else 1
-        self.default_settings = space.settings(space.defaults(config.collective), config.collective)
+        self.ctx = TrialContext(config.collective, config.nodes)
+        self.context_values = dict(context_values or {})
+        self.default_params = space.defaults(self.ctx, self.context_values)
+        self.default_settings = space.settings(self.default_params, self.ctx)
         self.summary = RunSummary()
         self.stop_requested = False
 
     # ------------------------------------------------------------------ setup
 
     def enqueue_default(self) -> bool:
-        """Queue the default configuration as a trial unless the study already has it."""
-        for trial in self.study.get_trials(deepcopy=False):
-            if trial.user_attrs.get("is_default") and trial.state in (
-                    TrialState.COMPLETE, TrialState.WAITING, TrialState.RUNNING):
-                return False
-        self.study.enqueue_trial(self.space.defaults(self.config.collective),
-                                 user_attrs={"is_default": True})
-        return True
+        return enqueue_default(self.study, self.default_params)
 
     # ------------------------------------------------------------------ loop
 
@@ -193,17 +206,24 @@ class Controller:
 
     def run_trial(self) -> TrialOutcome:
         t_start = time.perf_counter()
-        t0 = time.perf_counter()
         trial = self.study.ask()
         try:
-            params = self.space.suggest(trial, self.config.collective)
+            return self._run_asked(trial, t_start)
+        except BaseException:
+            # whatever went wrong (Ctrl-C in the sampler, a storage error), never leave it RUNNING
+            self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+            raise
+
+    def _run_asked(self, trial: optuna.Trial, t_start: float) -> TrialOutcome:
+        t0 = time.perf_counter()
+        try:
+            params = self.space.suggest(trial, self.ctx)
         except ValueError as exc:  # optuna: a parameter's distribution differs from earlier trials
             self.study.tell(trial, state=TrialState.FAIL)
             raise InputError(f"the search space {self.space.name!r} no longer matches the trials "
                              f"of study {self.study.study_name!r} ({exc}); start a new study "
                              "with --study NAME") from None
-        is_default = bool(trial.user_attrs.get("is_default")) or (
-            params == self.space.defaults(self.config.collective))
+        is_default = bool(trial.user_attrs.get("is_default")) or params == self.default_params
         overhead = time.perf_counter() - t0
         self.events.trial_started(trial.number, params, is_default)
         outcome = TrialOutcome(number=trial.number, state="FAIL", params=params,
@@ -211,7 +231,7 @@ class Controller:
         measured = _Measured()
         fatal: BaseException | None = None
         try:
-            measured.settings = self.space.settings(params, self.config.collective)
+            measured.settings = self.space.settings(params, self.ctx)
             self._measure(trial, measured, prunable=self.prune and not is_default)
         except KeyboardInterrupt as exc:
             fatal = exc
@@ -236,9 +256,10 @@ class Controller:
         except KeyboardInterrupt:
             self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
             raise
+        best = self.best_outcome()
         outcome.controller_seconds = overhead + time.perf_counter() - t0
         outcome.wall_seconds = time.perf_counter() - t_start
-        self.events.trial_finished(outcome, self.best_outcome())
+        self.events.trial_finished(outcome, best)
         if fatal is not None:
             raise fatal
         return outcome
@@ -288,6 +309,7 @@ class Controller:
             "baseline_launches_during": measured.baseline_launches,
             "run_id": self.run_id,
             "host": self.host.to_dict(),
+            "context": self.context_values,
             "settings": _settings_dict(measured.settings) if measured.settings else {},
             "raw_us": {str(s): v for s, v in raw.items()},
             "launches": [r.to_dict() for r in measured.records],

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import optuna
 
-from .errors import InputError
+from .errors import InputError, SpaceError, StorageError
+from .space import check_args, check_name, check_value
 from .storage import StudyConfig, stored_config
 from .units import format_size
 
@@ -57,7 +58,24 @@ def describe_sizes(config: StudyConfig | None) -> str:
     return f"{len(sizes)} sizes {format_size(sizes[0])}..{format_size(sizes[-1])}"
 
 
+def check_exportable(best: BestConfig) -> None:
+    """Names and values come from storage, which others may write (a shared database): check them
+    against the same allow-lists as a search space before they reach a file someone will source."""
+    try:
+        for name, value in best.env.items():
+            check_name("env", name, "stored trial")
+            check_value("stored trial", name, value)
+        for name, value in best.mca.items():
+            check_name("mca", name, "stored trial")
+            check_value("stored trial", name, value)
+        check_args(list(best.mpirun_args), "stored trial")
+    except SpaceError as exc:
+        raise StorageError(f"trial {best.trial} of study {best.study} holds a setting that is not "
+                           f"safe to export: {exc}") from None
+
+
 def env_file(best: BestConfig, now: dt.datetime | None = None) -> str:
+    check_exportable(best)
     now = now or dt.datetime.now(dt.timezone.utc)
     config = best.config
     lines = [

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .benchmarks.records import kernel_program, parse_kernel_output
-from .errors import BenchmarkOutputError, LaunchFailure
+from .errors import BenchmarkOutputError, EnvironmentProblem, LaunchFailure
 from .launch import Launcher, LaunchSpec, RunResult, run_command
 from .space import LaunchSettings
 
@@ -75,6 +75,7 @@ class LaunchRecord:
     t_max_us: dict[int, float] = field(default_factory=dict)
     iters: dict[int, int] = field(default_factory=dict)
     failure: str = ""
+    inherited_env_dropped: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         data = asdict(self)
@@ -116,7 +117,8 @@ class Measurer:
         record = LaunchRecord(index=launch.index, block=launch.block, rep=launch.rep, seed=seed,
                               sizes=list(launch.sizes), argv=list(command.argv),
                               hosts=list(command.hosts), started=result.started,
-                              seconds=result.seconds, returncode=result.returncode)
+                              seconds=result.seconds, returncode=result.returncode,
+                              inherited_env_dropped=list(result.extra.get("inherited_env_dropped", [])))
         try:
             failure = classify_failure(result)
             if failure:
@@ -164,3 +166,25 @@ def first_cause(stderr: str) -> str:
             if match:
                 return match.group(1).strip()
     return ""
+
+
+def check_ucx_live(measurer: Measurer, settings: LaunchSettings) -> bool:
+    """Prove UCX variables reach UCX: with UCX_TLS=self two ranks cannot connect, so MPI_Init must
+    fail. If that launch runs fine, pml ucx is not in use and every UCX_* knob would be dead.
+    Returns False when the check cannot apply (a single rank)."""
+    plan = measurer.plan
+    if plan.nodes * plan.ppn < 2:
+        return False
+    probe = LaunchSettings(env=tuple((k, v) for k, v in settings.env if k != "UCX_TLS")
+                           + (("UCX_TLS", "self"),), mca=settings.mca,
+                           mpirun_args=settings.mpirun_args)
+    first = plan.launches()[0]
+    launch = PlannedLaunch(index=0, block=0, rep=0, sizes=first.sizes[:1])
+    try:
+        measurer.run_launch(probe, launch, seed=0)
+    except LaunchFailed:
+        return True
+    raise EnvironmentProblem(
+        "UCX settings have no effect here: a launch with UCX_TLS=self (which cannot connect two "
+        "ranks) ran fine, so Open MPI is not using pml ucx. Check that the space forces "
+        "pml=ucx, pml_ucx_devices=any, pml_ucx_tls=any")

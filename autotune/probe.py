@@ -1,14 +1,18 @@
-"""What this machine runs: MPI and UCX versions, CPU, cores. Called explicitly, never at import."""
+"""What this machine offers: MPI and version, its components and MCA enumerations, UCX transports
+and devices, NUMA layout, and whether pml ucx would really be used. Called explicitly, never at
+import; every reader tolerates a missing tool (an MPICH machine has no ompi_info)."""
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import platform
 import re
 import shutil
 import socket
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -24,11 +28,75 @@ class HostInfo:
         return asdict(self)
 
 
-def _output(argv: list[str]) -> str:
+@dataclass(frozen=True)
+class NumaLayout:
+    sockets: int
+    numa_nodes: int
+    cores: int
+
+    @property
+    def nps(self) -> int:
+        """NUMA nodes per socket: a BIOS setting the tuner reads but cannot change per trial."""
+        return max(1, self.numa_nodes // max(1, self.sockets))
+
+    @property
+    def cores_per_numa(self) -> int:
+        return max(1, self.cores // max(1, self.numa_nodes))
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """Everything a search space is checked against before a study starts."""
+
+    mpi_family: str  # "openmpi", "mpich", "intelmpi" or "unknown"
+    mpi_version: str
+    components: dict[str, list[str]] = field(default_factory=dict)  # framework -> components
+    enumerators: dict[str, list[int]] = field(default_factory=dict)  # MCA param -> allowed values
+    mca_defaults: dict[str, str] = field(default_factory=dict)
+    ucx_version: str = ""
+    ucx_transports: dict[str, list[str]] = field(default_factory=dict)  # transport -> devices
+    ucx_features: list[str] = field(default_factory=list)  # e.g. "split-thresholds"
+    numa: NumaLayout = NumaLayout(1, 1, 1)
+    host: str = ""
+
+    @property
+    def mpi(self) -> str:
+        names = {"openmpi": "Open MPI", "mpich": "MPICH", "intelmpi": "Intel MPI"}
+        return f"{names.get(self.mpi_family, 'unknown MPI')} {self.mpi_version}".strip()
+
+    def has_component(self, framework: str, component: str) -> bool:
+        return component in self.components.get(framework, [])
+
+    def has_ucx_transport(self, pattern: str) -> bool:
+        """`rc` matches rc_verbs, rc_mlx5; `dc` matches dc_mlx5; exact names match themselves."""
+        return any(t == pattern or t.startswith(pattern + "_") for t in self.ucx_transports)
+
+    def ucx_devices(self) -> list[str]:
+        return sorted({d for devices in self.ucx_transports.values() for d in devices})
+
+    def pml_ucx_selected_by_default(self) -> bool:
+        """Open MPI 4.x only uses pml ucx when a device matches pml_ucx_devices (default mlx*)."""
+        if not self.has_component("pml", "ucx"):
+            return False
+        patterns = self.mca_defaults.get("pml_ucx_devices", "any")
+        if patterns in ("", "any"):
+            return True
+        devices = self.ucx_devices()
+        return any(fnmatch.fnmatch(d.split(":")[0], p) for p in patterns.split(",") for d in devices)
+
+    def to_dict(self) -> dict[str, object]:
+        data = asdict(self)
+        data["numa"]["nps"] = self.numa.nps
+        data["numa"]["cores_per_numa"] = self.numa.cores_per_numa
+        data["pml_ucx_selected_by_default"] = self.pml_ucx_selected_by_default()
+        return data
+
+
+def _output(argv: list[str], timeout: float = 60) -> str:
     if not shutil.which(argv[0]):
         return ""
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=30,
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL).stdout
     except (OSError, subprocess.SubprocessError):
         return ""
@@ -70,3 +138,103 @@ def usable_cores() -> int:
 def probe_host() -> HostInfo:
     return HostInfo(host=socket.gethostname(), cpu_model=cpu_model(), cores=usable_cores(),
                     mpi=mpi_version(), ucx=ucx_version(), python=platform.python_version())
+
+
+# ----------------------------------------------------------------------------- parsers
+
+
+def parse_ompi_info(text: str) -> tuple[str, dict[str, list[str]], dict[str, list[int]], dict[str, str]]:
+    """From `ompi_info --all --parsable`: version, components per framework, MCA enumerators and
+    default values."""
+    version = ""
+    components: dict[str, list[str]] = {}
+    enumerators: dict[str, list[int]] = {}
+    defaults: dict[str, str] = {}
+    for line in text.splitlines():
+        parts = line.split(":")
+        if line.startswith("ompi:version:full:") and len(parts) > 3:
+            version = parts[3]
+        elif line.startswith("mca:") and len(parts) >= 4 and parts[3] == "version":
+            framework, component = parts[1], parts[2]
+            if component not in components.setdefault(framework, []):
+                components[framework].append(component)
+        elif line.startswith("mca:") and len(parts) >= 6 and parts[3] == "param":
+            name = parts[4]
+            if parts[5] == "enumerator" and len(parts) >= 8 and parts[6] == "value":
+                try:
+                    enumerators.setdefault(name, []).append(int(parts[7]))
+                except ValueError:
+                    pass
+            elif parts[5] == "value":
+                defaults[name] = ":".join(parts[6:])
+    return version, components, enumerators, defaults
+
+
+def parse_ucx_devices(text: str) -> dict[str, list[str]]:
+    """From `ucx_info -d`: transport name -> device names."""
+    transports: dict[str, list[str]] = {}
+    transport = None
+    for line in text.splitlines():
+        match = re.match(r"#\s+Transport:\s+(\S+)", line)
+        if match:
+            transport = match.group(1)
+            transports.setdefault(transport, [])
+            continue
+        match = re.match(r"#\s+Device:\s+(\S+)", line)
+        if match and transport and match.group(1) not in transports[transport]:
+            transports[transport].append(match.group(1))
+    return transports
+
+
+def read_numa_layout(sys_root: str = "/sys/devices/system") -> NumaLayout:
+    """Sockets from the CPUs' package ids, NUMA nodes from /sys (1 when the kernel shows none)."""
+    root = Path(sys_root)
+    packages = set()
+    for topo in root.glob("cpu/cpu[0-9]*/topology/physical_package_id"):
+        try:
+            packages.add(topo.read_text().strip())
+        except OSError:
+            continue
+    numa = len(list(root.glob("node/node[0-9]*")))
+    return NumaLayout(sockets=max(1, len(packages)), numa_nodes=max(1, numa), cores=usable_cores())
+
+
+def ucx_accepts(name: str, value: str) -> bool:
+    """Whether this UCX parses `name=value`: `ucx_info -c` stops before a variable it rejects."""
+    if not shutil.which("ucx_info"):
+        return False
+    try:
+        out = subprocess.run(["ucx_info", "-c"], capture_output=True, text=True, timeout=30,
+                             env={**os.environ, name: value}, stdin=subprocess.DEVNULL).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return any(line.startswith(f"{name}=") for line in out.splitlines())
+
+
+def ucx_features() -> list[str]:
+    features = []
+    if ucx_accepts("UCX_RNDV_THRESH", "intra:8kb,inter:64kb"):
+        features.append("split-thresholds")  # UCX_*_THRESH=intra:X,inter:Y (seeds/000)
+    return features
+
+
+def probe_capabilities() -> Capabilities:
+    text = _output(["ompi_info", "--all", "--parsable"])
+    if text:
+        version, components, enumerators, defaults = parse_ompi_info(text)
+        family = "openmpi"
+    else:
+        components, enumerators, defaults = {}, {}, {}
+        banner = _output(["mpiexec", "--version"]) + _output(["mpichversion"])
+        if "Intel(R) MPI" in banner:
+            family, match = "intelmpi", re.search(r"Version (\S+)", banner)
+        elif "HYDRA" in banner or "MPICH" in banner:
+            family, match = "mpich", re.search(r"(?:MPICH )?Version:\s+(\S+)", banner)
+        else:
+            family, match = "unknown", None
+        version = match.group(1) if match else ""
+    return Capabilities(mpi_family=family, mpi_version=version, components=components,
+                        enumerators=enumerators, mca_defaults=defaults, ucx_version=ucx_version(),
+                        ucx_transports=parse_ucx_devices(_output(["ucx_info", "-d"])),
+                        ucx_features=ucx_features(),
+                        numa=read_numa_layout(), host=socket.gethostname())

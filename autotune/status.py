@@ -42,9 +42,11 @@ class StudyStatus:
                  f"trials: {self.trials_complete} complete, {self.trials_pruned} pruned, "
                  f"{self.trials_failed} failed, {self.trials_running} running "
                  f"({self.bench_seconds:.0f} s of benchmarks)"]
-        if self.best_speedup is not None:
-            which = "the default" if self.best_is_default else f"trial {self.best_trial}"
-            lines.append(f"best: {which}, speedup {self.best_speedup:.3f}x over the default")
+        if self.best_speedup is not None and self.best_is_default:
+            lines.append("best: the default configuration; no candidate beat it yet")
+        elif self.best_speedup is not None:
+            lines.append(f"best: trial {self.best_trial}, speedup {self.best_speedup:.3f}x over "
+                         "the default")
         if self.default_speedup is not None:
             lines.append(f"default trial vs its baseline: {self.default_speedup:.3f}x "
                          "(distance from 1 = noise floor)")

@@ -9,7 +9,7 @@ from .errors import InputError
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2,
           "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3}
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
-MAX_SIZE = 1 << 31  # 2 GiB: beyond MPI int counts for byte buffers
+MAX_SIZE = 1 << 30  # 1 GiB (msglog 30, the largest size in seeds/000); counts stay below INT_MAX
 
 
 def parse_size(text: str | int) -> int:
@@ -22,7 +22,7 @@ def parse_size(text: str | int) -> int:
             raise InputError(f"invalid size {text!r}: expected a number with optional k/m/g suffix")
         value = int(match.group(1)) * _UNITS[match.group(2).lower()]
     if value < 1 or value > MAX_SIZE:
-        raise InputError(f"size {text!r} out of range 1 B..2 GiB")
+        raise InputError(f"size {text!r} out of range 1 B..1 GiB")
     return value
 
 

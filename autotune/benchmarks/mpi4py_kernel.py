@@ -20,31 +20,24 @@ from collections.abc import Callable
 import numpy as np
 from mpi4py import MPI
 
-from autotune.benchmarks.records import COLLECTIVES, PREFIX, REDUCTION_ELEMENT_BYTES
+from autotune.benchmarks.records import COLLECTIVES, PREFIX, buffer_counts
 
 
 def make_call(comm: MPI.Comm, collective: str, size: int) -> Callable[[], None]:
-    """Buffers sized as IMB does: `size` bytes per rank (per peer for alltoall)."""
-    nranks = comm.Get_size()
-    if collective in ("allreduce", "reduce"):
-        count = size // REDUCTION_ELEMENT_BYTES
-        send = np.ones(count, dtype=np.float32)
-        recv = np.empty(count, dtype=np.float32)
-        if collective == "allreduce":
-            return lambda: comm.Allreduce([send, MPI.FLOAT], [recv, MPI.FLOAT], op=MPI.SUM)
-        return lambda: comm.Reduce([send, MPI.FLOAT], [recv, MPI.FLOAT], op=MPI.SUM, root=0)
+    """One call of the collective on buffers sized by `buffer_counts` (IMB's conventions)."""
+    counts = buffer_counts(collective, size, comm.Get_size())
+    send = np.ones(counts.send, dtype=counts.dtype)
+    recv = np.empty(counts.recv, dtype=counts.dtype)
+    kind = MPI.FLOAT if counts.dtype == "float32" else MPI.BYTE
+    if collective == "allreduce":
+        return lambda: comm.Allreduce([send, kind], [recv, kind], op=MPI.SUM)
+    if collective == "reduce":
+        return lambda: comm.Reduce([send, kind], [recv, kind], op=MPI.SUM, root=0)
     if collective == "allgather":
-        send = np.ones(size, dtype=np.uint8)
-        recv = np.empty(size * nranks, dtype=np.uint8)
-        return lambda: comm.Allgather([send, MPI.BYTE], [recv, MPI.BYTE])
+        return lambda: comm.Allgather([send, kind], [recv, kind])
     if collective == "alltoall":
-        send = np.ones(size * nranks, dtype=np.uint8)
-        recv = np.empty(size * nranks, dtype=np.uint8)
-        return lambda: comm.Alltoall([send, MPI.BYTE], [recv, MPI.BYTE])
-    if collective == "bcast":
-        buf = np.ones(size, dtype=np.uint8)
-        return lambda: comm.Bcast([buf, MPI.BYTE], root=0)
-    raise ValueError(f"unknown collective {collective}")
+        return lambda: comm.Alltoall([send, kind], [recv, kind])
+    return lambda: comm.Bcast([send, kind], root=0)
 
 
 def time_size(comm: MPI.Comm, call: Callable[[], None], budget: float,

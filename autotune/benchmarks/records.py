@@ -19,6 +19,30 @@ REDUCTION_ELEMENT_BYTES = 4
 
 
 @dataclass(frozen=True)
+class Buffers:
+    """Element counts of a collective's buffers for one message size, as IMB sizes them."""
+
+    send: int
+    recv: int
+    dtype: str  # numpy dtype: float32 for reductions (MPI_FLOAT + MPI_SUM), uint8 otherwise
+
+
+def buffer_counts(collective: str, size: int, nranks: int) -> Buffers:
+    """`size` bytes per rank; allgather receives one block from every rank; alltoall sends and
+    receives one `size` block per peer; reductions work on whole float32 elements."""
+    if collective in REDUCTIONS:
+        count = size // REDUCTION_ELEMENT_BYTES
+        return Buffers(count, count, "float32")
+    if collective == "allgather":
+        return Buffers(size, size * nranks, "uint8")
+    if collective == "alltoall":
+        return Buffers(size * nranks, size * nranks, "uint8")
+    if collective == "bcast":
+        return Buffers(size, size, "uint8")
+    raise ValueError(f"unknown collective {collective}")
+
+
+@dataclass(frozen=True)
 class SizeTiming:
     size: int
     iters: int

@@ -6,8 +6,9 @@ from ..errors import InputError
 from ._base import Command, Launcher, LaunchSpec, RunResult
 from .executor import run_command
 from .local import LocalLauncher
+from .mpich import MpichLauncher
 
-_REGISTRY = {"local": LocalLauncher}
+_REGISTRY = {"local": LocalLauncher, "mpich": MpichLauncher}
 
 
 def get_launcher(name: str) -> Launcher:
@@ -17,5 +18,6 @@ def get_launcher(name: str) -> Launcher:
         raise InputError(f"unknown launcher {name!r} (available: {', '.join(_REGISTRY)})") from None
 
 
-__all__ = ["Command", "Launcher", "LaunchSpec", "LocalLauncher", "RunResult", "get_launcher",
+__all__ = ["Command", "Launcher", "LaunchSpec", "LocalLauncher", "MpichLauncher", "RunResult",
+           "get_launcher",
            "run_command"]

@@ -1,4 +1,5 @@
-"""Run one command in its own process group, with a deadline and bounded output capture."""
+"""Run one command in its own session, with a deadline, bounded output capture and a clean
+environment; on exit or timeout every process of the session is gone."""
 
 from __future__ import annotations
 
@@ -22,8 +23,10 @@ def _read_capped(handle) -> tuple[str, bool]:
     return data.decode("utf-8", errors="replace"), size > MAX_OUTPUT_BYTES
 
 
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of a process group, read from /proc."""
+def session_members(sid: int) -> list[int]:
+    """Live (non-zombie) processes of a session, read from /proc. Open MPI puts every rank in a
+    process group of its own, so the session (mpirun started it, start_new_session) is what holds
+    mpirun, its daemons and all the ranks together."""
     members = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -33,30 +36,29 @@ def group_members(pgid: int) -> list[int]:
                 fields = handle.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
+        if fields[0] != "Z" and int(fields[3]) == sid:
             members.append(int(entry))
     return members
 
 
-def kill_group(proc: subprocess.Popen) -> None:
-    """TERM the whole process group (mpirun, its daemons, the ranks), KILL what outlives a grace.
-
-    Returns only when no live member is left: the leader exiting is not enough, its ranks may
-    still be running.
-    """
-    pgid = proc.pid
+def kill_session(proc: subprocess.Popen) -> None:
+    """TERM every process of the launch's session, KILL what outlives a grace; return only when
+    none is left alive (mpirun exiting is not enough: its ranks may still be running)."""
+    sid = proc.pid
     for sig, grace in ((signal.SIGTERM, KILL_GRACE_SECONDS), (signal.SIGKILL, 5.0)):
-        proc.poll()
-        if not group_members(pgid):
+        proc.poll()  # reap mpirun so it does not count as alive
+        members = session_members(sid)
+        if not members:
             break
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            break
+        for pid in members:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
-            proc.poll()  # reap the leader so it does not count as alive
-            if not group_members(pgid):
+            proc.poll()
+            if not session_members(sid):
                 break
             time.sleep(0.02)
         else:
@@ -68,10 +70,23 @@ def kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
+# Tuning variables inherited from the user's shell (e.g. after `source best.env`) would silently
+# apply to the default and to every candidate: a launch gets only what its configuration sets.
+INHERITED_TUNING = ("OMPI_MCA_", "UCX_", "PMIX_MCA_", "MPICH_", "MPIR_CVAR_", "I_MPI_", "HCOLL_",
+                    "UCC_", "FI_")
+
+
+def launch_environment(extra: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """This process's environment without inherited tuning variables, plus the launch's own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(INHERITED_TUNING)}
+    dropped = sorted(k for k in os.environ if k.startswith(INHERITED_TUNING))
+    env.update(extra)
+    return env, dropped
+
+
 def run_command(command: Command, timeout: float) -> RunResult:
     """Start argv (no shell) in a new session; output goes to temp files so a flood cannot block."""
-    env = dict(os.environ)
-    env.update(dict(command.env))
+    env, dropped = launch_environment(dict(command.env))
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.time()
         t0 = time.monotonic()
@@ -83,11 +98,12 @@ def run_command(command: Command, timeout: float) -> RunResult:
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:
-            # mpirun may leave daemons or ranks behind even after exiting: clean the group.
-            kill_group(proc)
+            # mpirun may leave daemons or ranks behind even after exiting: clean the session.
+            kill_session(proc)
         seconds = time.monotonic() - t0
         stdout, cut_out = _read_capped(out)
         stderr, cut_err = _read_capped(err)
     return RunResult(argv=command.argv, returncode=None if timed_out else proc.returncode,
                      stdout=stdout, stderr=stderr, seconds=seconds, started=started,
-                     timed_out=timed_out, output_truncated=cut_out or cut_err)
+                     timed_out=timed_out, output_truncated=cut_out or cut_err,
+                     extra={"inherited_env_dropped": dropped} if dropped else {})

@@ -19,7 +19,6 @@ def test_kernel_measures_every_size_of_every_collective(mpirun, collective):
     assert all(t > 0 for t in record.t_max_us.values())
     # larger messages take longer: a sanity check that the buffers really have those sizes
     assert record.t_max_us[262144] > record.t_max_us[4]
-    assert record.iters[4] >= record.iters[262144]
     assert record.argv[0] == mpirun and "-np" in record.argv
 
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from autotune.benchmarks.records import kernel_program, parse_kernel_output
+from autotune.benchmarks.records import buffer_counts, kernel_program, parse_kernel_output
 from autotune.errors import BenchmarkOutputError
 
 
@@ -43,3 +43,15 @@ def test_kernel_program_has_no_shell():
     argv = kernel_program("allreduce", (8, 1024), 0.02, 7, python="/usr/bin/python3")
     assert argv[:3] == ("/usr/bin/python3", "-m", "autotune.benchmarks.mpi4py_kernel")
     assert "8,1024" in argv and "7" in argv
+
+
+@pytest.mark.parametrize("collective, size, ranks, send, recv, dtype", [
+    ("allreduce", 4096, 8, 1024, 1024, "float32"),  # 4 KiB of MPI_FLOAT
+    ("reduce", 8, 2, 2, 2, "float32"),
+    ("allgather", 1024, 8, 1024, 8192, "uint8"),  # IMB: #bytes sent per rank, np blocks received
+    ("alltoall", 1024, 8, 8192, 8192, "uint8"),  # IMB: #bytes per peer
+    ("bcast", 65536, 4, 65536, 65536, "uint8"),
+])
+def test_buffer_counts_follow_imb(collective, size, ranks, send, recv, dtype):
+    counts = buffer_counts(collective, size, ranks)
+    assert (counts.send, counts.recv, counts.dtype) == (send, recv, dtype)

@@ -1,0 +1,203 @@
+"""Everything `autotune start` does before the first trial: probe the machine, resolve the space
+against it, validate the request, create or resume the study, prove UCX knobs are live, warm start.
+The CLI only parses arguments and prints what this returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from .benchmarks.records import REDUCTION_ELEMENT_BYTES, REDUCTIONS
+from .controller import Controller, Events, enqueue_default, make_pruner, make_sampler
+from .errors import AutotuneError, EnvironmentProblem, InputError
+from .launch import LocalLauncher, MpichLauncher
+from .measure import MeasurementPlan, Measurer, check_ucx_live
+from .objective import load_weights, normalize_weights, uniform_weights
+from .probe import Capabilities, HostInfo, probe_capabilities, probe_host
+from .space import Removal, TrialContext, load_space, resolve
+from .storage import CONFIG_ATTR, StudyConfig, open_storage, stored_config
+from .units import format_size, parse_size_range
+from .warmstart import load_warm_start, select, to_params
+
+DEFAULT_SPACE = "openmpi-ucx+openmpi-tuned"
+DEFAULT_SIZES = "8:1m"
+RESOLUTION_ATTR = "autotune.resolution"
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    collective: str
+    nodes: int = 1
+    ppn: int | None = None
+    space: str = DEFAULT_SPACE
+    sizes: tuple[int, ...] | None = None
+    weights_file: str | None = None
+    repetitions: int = 5
+    stages: int = 2
+    time_per_size: float = 0.02
+    baseline_every: int = 1
+    prune: bool = True
+    prune_after: int = 4
+    p_threshold: float = 0.1
+    oversubscribe: bool = False
+    seed: int | None = None
+    study_name: str | None = None
+    storage: str | None = None
+    warm_start: str | None = None
+    check_live: bool = True
+
+
+@dataclass(frozen=True)
+class SizesChoice:
+    sizes: tuple[int, ...]
+    weights: dict[int, float]
+    weights_source: str
+    dropped: tuple[int, ...]
+
+
+@dataclass
+class Session:
+    study: optuna.Study
+    config: StudyConfig
+    plan: MeasurementPlan
+    measurer: Measurer
+    host: HostInfo
+    caps: Capabilities
+    removed: tuple[Removal, ...]
+    context_values: dict[str, Any]
+    space_name: str
+    resumed_trials: int
+    notes: list[str] = field(default_factory=list)
+    warm_started: list[str] = field(default_factory=list)
+    ucx_live_checked: bool = False
+
+    def controller(self, options: StartOptions, events: Events | None) -> Controller:
+        return Controller(self.study, self._space, self.config, self.measurer, self.host,
+                          baseline_every=options.baseline_every, prune=options.prune,
+                          seed=options.seed, events=events, context_values=self.context_values)
+
+
+def choose_sizes(collective: str, sizes: tuple[int, ...] | None,
+                 weights_file: str | None) -> SizesChoice:
+    """Sizes to measure and their weights, from --sizes and/or an application weights file."""
+    if weights_file:
+        file_weights = load_weights(weights_file)
+        candidates = sizes if sizes is not None else tuple(sorted(file_weights))
+        weights = {s: file_weights.get(s, 0.0) for s in candidates}
+        source = f"from {Path(weights_file).name}"
+    else:
+        candidates = sizes if sizes is not None else parse_size_range(DEFAULT_SIZES)
+        weights = uniform_weights(candidates)
+        source = "uniform over log2(size)"
+    dropped: tuple[int, ...] = ()
+    if collective in REDUCTIONS:  # whole float32 elements only
+        dropped = tuple(s for s in candidates if s % REDUCTION_ELEMENT_BYTES)
+        weights = {s: w for s, w in weights.items() if not s % REDUCTION_ELEMENT_BYTES}
+    weights = {s: w for s, w in weights.items() if w > 0}
+    if not weights:
+        raise InputError("no message size left to measure: check --sizes against the weights file"
+                         + (" (reductions need multiples of 4 B)" if dropped else ""))
+    return SizesChoice(sizes=tuple(sorted(weights)), weights=normalize_weights(weights),
+                       weights_source=source, dropped=dropped)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, tuple) and value and all(isinstance(v, int) for v in value):
+        return f"{len(value)} sizes {format_size(value[0])}..{format_size(value[-1])}"
+    if isinstance(value, dict):
+        return f"{len(value)} weights"
+    return repr(value)
+
+
+def prepare_session(options: StartOptions) -> Session:
+    space = load_space(options.space)
+    chosen = choose_sizes(options.collective, options.sizes, options.weights_file)
+    caps = probe_capabilities()
+    launcher = MpichLauncher() if caps.mpi_family == "mpich" else LocalLauncher()
+    if isinstance(launcher, LocalLauncher) and not launcher.mpirun:
+        raise EnvironmentProblem("mpirun not found on PATH: install Open MPI "
+                                 "(apt-get install openmpi-bin libopenmpi-dev ucx-utils)")
+    if options.nodes > len(launcher.hosts()):
+        raise EnvironmentProblem(f"--nodes {options.nodes} but only {len(launcher.hosts())} host is "
+                                 f"available ({launcher.hosts()[0]}, local launcher)")
+    host = probe_host()
+    ppn = options.ppn or host.cores
+    if ppn > host.cores and not options.oversubscribe:
+        raise EnvironmentProblem(f"--ppn {ppn} exceeds the {host.cores} usable cores of {host.host}; "
+                                 "oversubscribed ranks give meaningless timings (--oversubscribe "
+                                 "to do it anyway)")
+    ctx = TrialContext(options.collective, options.nodes)
+    resolved = resolve(space, caps, ctx)
+    config = StudyConfig(collective=options.collective, nodes=options.nodes, ppn=ppn,
+                         space=space.name, sizes=chosen.sizes, weights=chosen.weights,
+                         repetitions=options.repetitions, stages=options.stages,
+                         time_per_size=options.time_per_size, weights_source=chosen.weights_source,
+                         space_digest=space.digest)
+    name = options.study_name or f"{options.collective}-{options.nodes}n{ppn}p-{space.name}"
+    plan = MeasurementPlan(collective=options.collective, nodes=options.nodes, ppn=ppn,
+                           sizes=chosen.sizes, repetitions=options.repetitions,
+                           stages=options.stages, time_per_size=options.time_per_size)
+    store = open_storage(options.storage)
+    try:
+        study = optuna.create_study(study_name=name, storage=store, direction="minimize",
+                                    sampler=make_sampler(options.seed, resolved.context_values),
+                                    pruner=make_pruner(options.prune_after, options.p_threshold),
+                                    load_if_exists=True)
+    except Exception as exc:  # noqa: BLE001 - storage backends raise many types
+        raise AutotuneError(f"cannot create study {name!r}: {exc}") from None
+    previous = stored_config(study)
+    if previous is None:
+        study.set_user_attr(CONFIG_ATTR, config.to_dict())
+    else:
+        diff = previous.differences(config)
+        if diff:
+            shown = "; ".join(f"{k}: stored {_short(getattr(previous, k))}, now "
+                              f"{_short(getattr(config, k))}" for k in diff[:2])
+            raise InputError(f"study {name!r} was created with different {', '.join(diff)} "
+                             f"({shown}); use --study NAME for a new study")
+    measurer = Measurer(plan, launcher, oversubscribe=options.oversubscribe)
+    session = Session(study=study, config=config, plan=plan, measurer=measurer, host=host,
+                      caps=caps, removed=resolved.removed, context_values=resolved.context_values,
+                      space_name=space.name, resumed_trials=len(study.trials))
+    session._space = resolved.space  # type: ignore[attr-defined]
+    if chosen.dropped:
+        session.notes.append(f"{options.collective} reduces float32 elements; sizes that are not a "
+                             f"multiple of 4 B dropped: {', '.join(map(str, chosen.dropped))}")
+    study.set_user_attr(RESOLUTION_ATTR, {
+        "removed": [str(r) for r in resolved.removed], "context": resolved.context_values,
+        "mpi": caps.mpi, "ucx": caps.ucx_version, "host": caps.host})
+    default_params = resolved.space.defaults(ctx, resolved.context_values)
+    default_settings = resolved.space.settings(default_params, ctx)
+    enqueue_default(study, default_params)  # before any warm start: the default is trial 0
+    searches_ucx = any(p.name.startswith("UCX_") for p in resolved.space.for_context(ctx))
+    if options.check_live and searches_ucx and caps.mpi_family == "openmpi":
+        session.ucx_live_checked = check_ucx_live(measurer, default_settings)
+    if options.warm_start:
+        session.warm_started = enqueue_warm_start(study, options.warm_start, resolved.space, ctx,
+                                                  resolved.context_values, options.collective,
+                                                  options.nodes, ppn)
+    return session
+
+
+def enqueue_warm_start(study: optuna.Study, spec: str, space, ctx: TrialContext,
+                       context_values: dict[str, Any], collective: str, nodes: int,
+                       ppn: int) -> list[str]:
+    """Enqueue matching known-good configurations once each; return one line per decision."""
+    lines = []
+    seen = {tuple(sorted(t.params.items())) for t in study.trials}
+    for config in select(load_warm_start(spec), collective, nodes, ppn):
+        warm = to_params(config, space, ctx, context_values)
+        key = tuple(sorted(warm.params.items()))
+        dropped = f" (adapted: {', '.join(warm.dropped)})" if warm.dropped else ""
+        if key in seen:
+            lines.append(f"skipped, already tried: {warm.note}{dropped}")
+            continue
+        seen.add(key)
+        study.enqueue_trial(warm.params, user_attrs={"warm_start": warm.note})
+        lines.append(f"queued: {warm.note}{dropped}")
+    if not lines:
+        lines.append(f"no entry of {spec} matches {collective} on {nodes} node(s)")
+    return lines

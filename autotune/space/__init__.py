@@ -1,0 +1,11 @@
+"""Search spaces: the model (_model), safe loading and validation (_load), and the check against
+what the installed MPI offers (_resolve)."""
+
+from ._load import SPACES_DIR, available_spaces, check_args, check_name, load_space
+from ._model import (Compose, LaunchSettings, Parameter, Requirement, SearchSpace, Setting,
+                     TrialContext, check_value)
+from ._resolve import Removal, ResolvedSpace, resolve
+
+__all__ = ["Compose", "LaunchSettings", "check_args", "Parameter", "Removal",
+           "Requirement", "ResolvedSpace", "SPACES_DIR", "SearchSpace", "Setting", "TrialContext",
+           "available_spaces", "check_name", "check_value", "load_space", "resolve"]

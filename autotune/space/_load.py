@@ -1,0 +1,416 @@
+"""Load search-space YAML safely and validate it; every error names the file, the key and why.
+
+Safe loading plus: no duplicate keys, no aliases (no alias bombs), no tags beyond plain YAML, a
+size cap, UTF-8 without NUL. Names and values must match allow-lists, and a deny-list that no
+space can override keeps out anything that loads code, runs commands or writes files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import SpaceError
+from ..units import parse_size
+from ._model import (APPLY_KINDS, SCOPES, TYPES, Compose, Parameter, Requirement, SearchSpace,
+                     Setting, check_value)
+
+SPACES_DIR = Path(__file__).resolve().parent.parent.parent / "search_spaces"
+MAX_SPACE_BYTES = 256 * 1024
+STACKS = ("openmpi", "mpich", "cray-mpich", "any")
+COLLECTIVES = ("allreduce", "allgather", "alltoall", "bcast", "reduce")
+REQUIREMENT_KINDS = ("mca_component", "ucx_transport", "ucx_feature", "mpi")
+CONTEXT_PROPERTIES = ("nps",)
+
+ENV_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,127}$")
+MCA_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,127}$")
+PARAM_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
+PLACEHOLDER_RE = re.compile(r"\{([A-Za-z][A-Za-z0-9_]*)\}")
+
+# Allow-lists: a space may only set variables of MPI stacks and MCA parameters of the frameworks
+# that shape collectives and transports...
+ENV_PREFIXES = ("UCX_", "MPICH_", "MPIR_CVAR_", "FI_", "I_MPI_", "HCOLL_", "UCC_", "PSM2_")
+MCA_PREFIXES = ("coll_", "btl_", "pml_", "mtl_", "osc_", "mpi_")
+MCA_FRAMEWORKS = ("coll", "btl", "pml", "mtl", "osc")  # component selection: `--mca pml ucx`
+# ...and never one that loads code, runs a command, writes a file or redirects the launch.
+DENIED_ENV = re.compile(
+    r"(FILE|PATH|DIR|DEST|LIB|PRELOAD|COMMAND|CMD|EXEC|LOG|STATS|DEBUG|TRACE|MAIL|GDB|MODULE|"
+    r"HANDLE_ERRORS|PROFILE|HYDRA|PMI|BOOTSTRAP|LAUNCH|TMP|OUTPUT|ENV_DISPLAY)")
+DENIED_MCA = re.compile(
+    r"(file|path|dir|prefix|agent|exec|cmd|command|xterm|debug|tmp|output|log|verbose|report|uri|"
+    r"server|launch|wrapper|base_param|stats|dump)")
+# mpirun options a space may use, each with its value pattern (None: a flag without value).
+MPIRUN_OPTIONS: dict[str, re.Pattern | None] = {
+    "--map-by": re.compile(r"^[A-Za-z0-9_:,=.]+$"),
+    "--rank-by": re.compile(r"^[A-Za-z0-9_:,=.]+$"),
+    "--bind-to": re.compile(r"^[A-Za-z0-9_:,=.]+$"),
+    "--core-spec": re.compile(r"^[0-9]{1,3}$"),  # srun
+    "--distribution": re.compile(r"^[A-Za-z0-9_:,]+$"),  # srun
+    "--cpu-bind": re.compile(r"^[A-Za-z0-9_:,=]+$"),  # srun
+    "--hint": re.compile(r"^[A-Za-z0-9_]+$"),  # srun
+    "--report-bindings": None,
+}
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """Safe loading that also refuses duplicate keys (a silent override hides mistakes)."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False):
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark)
+        seen.add(key)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _parse_yaml(text: str, origin: str) -> Any:
+    try:
+        for event in yaml.parse(text, Loader=_StrictLoader):
+            if isinstance(event, yaml.AliasEvent):
+                raise SpaceError(f"{origin}: YAML aliases are not allowed in a search space")
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or exc.__class__.__name__
+        raise SpaceError(f"{origin}{where}: invalid YAML: {problem}") from None
+
+
+def available_spaces() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(SPACES_DIR.glob("*.yaml"))}
+
+
+def load_space(spec: str) -> SearchSpace:
+    """A shipped space name, a file path, or several joined with `+` (parameters must not clash)."""
+    if "+" in spec and not Path(spec).exists():
+        spaces = [load_space(part.strip()) for part in spec.split("+")]
+        names: set[str] = set()
+        for space in spaces:
+            clash = names & {p.name for p in space.parameters}
+            if clash:
+                raise SpaceError(f"{spec}: parameter {sorted(clash)[0]} defined twice")
+            names |= {p.name for p in space.parameters}
+        stacks = {s.stack for s in spaces} - {"any"}
+        if len(stacks) > 1:
+            raise SpaceError(f"{spec}: spaces for different MPI stacks cannot be combined "
+                             f"({', '.join(sorted(stacks))})")
+        digest = hashlib.sha256("".join(s.digest for s in spaces).encode()).hexdigest()[:16]
+        return SearchSpace(name="+".join(s.name for s in spaces),
+                           description="; ".join(s.description for s in spaces),
+                           stack=next(iter(stacks), "any"),
+                           fixed=tuple(f for s in spaces for f in s.fixed),
+                           parameters=tuple(p for s in spaces for p in s.parameters),
+                           compose=tuple(c for s in spaces for c in s.compose),
+                           sources=tuple(src for s in spaces for src in s.sources), digest=digest)
+    path = Path(spec)
+    if not path.is_file():
+        shipped = available_spaces()
+        if spec not in shipped:
+            raise SpaceError(f"unknown search space {spec!r}: not a file, and not one of "
+                             f"{', '.join(shipped) or 'the shipped spaces'}")
+        path = shipped[spec]
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SpaceError(f"cannot read search space {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_SPACE_BYTES:
+        raise SpaceError(f"{path}: larger than {MAX_SPACE_BYTES // 1024} KiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpaceError(f"{path}: not UTF-8 text") from None
+    if "\x00" in text:
+        raise SpaceError(f"{path}: contains a NUL byte")
+    space = parse_space(_parse_yaml(text, str(path)), str(path))
+    return SearchSpace(**{**space.__dict__, "digest": hashlib.sha256(data).hexdigest()[:16]})
+
+
+def parse_space(doc: Any, origin: str) -> SearchSpace:
+    if not isinstance(doc, dict):
+        raise SpaceError(f"{origin}: expected a mapping at the top level")
+    _only_keys(doc, {"format", "name", "description", "stack", "sources", "fixed", "parameters",
+                     "compose"}, origin)
+    if doc.get("format", 1) != 1:
+        raise SpaceError(f"{origin}: format: unsupported version {doc.get('format')!r} (expected 1)")
+    name = doc.get("name")
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", name):
+        raise SpaceError(f"{origin}: name: must be a short lowercase identifier")
+    stack = doc.get("stack", "any")
+    if stack not in STACKS:
+        raise SpaceError(f"{origin}: stack: must be one of {', '.join(STACKS)}, not {stack!r}")
+    fixed = tuple(_parse_fixed(item, f"{origin}: fixed[{i}]")
+                  for i, item in enumerate(_list(doc.get("fixed", []), f"{origin}: fixed")))
+    params: list[Parameter] = []
+    for i, item in enumerate(_list(doc.get("parameters"), f"{origin}: parameters")):
+        where = f"{origin}: parameters[{i}]"
+        if isinstance(item, dict) and isinstance(item.get("name"), str):
+            where = f"{origin}: parameter {item['name']}"
+        param = _parse_parameter(item, where)
+        if any(p.name == param.name and set(p.collectives or ["*"]) & set(param.collectives or ["*"])
+               for p in params):
+            raise SpaceError(f"{where}: defined twice")
+        for cond, _ in param.when:
+            if not any(p.name == cond for p in params):
+                raise SpaceError(f"{where}: when: refers to {cond!r}, which is not an earlier parameter")
+        params.append(param)
+    if not params:
+        raise SpaceError(f"{origin}: parameters: at least one parameter is needed")
+    compose = tuple(_parse_compose(item, f"{origin}: compose[{i}]", params)
+                    for i, item in enumerate(_list(doc.get("compose", []), f"{origin}: compose")))
+    used = {part for c in compose for part in c.parts}
+    for p in params:
+        if p.apply == "template" and p.name not in used:
+            raise SpaceError(f"{origin}: parameter {p.name}: apply: template but no compose entry uses it")
+    sources = tuple(str(s) for s in _list(doc.get("sources", []), f"{origin}: sources"))
+    return SearchSpace(name=name, description=str(doc.get("description", "")).strip(),
+                       stack=stack, fixed=fixed, parameters=tuple(params), compose=compose,
+                       sources=sources)
+
+
+def _list(value: Any, where: str) -> list:
+    if not isinstance(value, list):
+        raise SpaceError(f"{where}: expected a list")
+    return value
+
+
+def _only_keys(item: dict, allowed: set[str], where: str) -> None:
+    unknown = sorted(str(k) for k in item if k not in allowed)
+    if unknown:
+        raise SpaceError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
+
+
+def check_name(apply: str, name: Any, where: str) -> str:
+    if not isinstance(name, str):
+        raise SpaceError(f"{where}: name: must be a string")
+    if apply == "env":
+        if not ENV_NAME_RE.match(name):
+            raise SpaceError(f"{where}: {name!r} is not a valid environment variable name")
+        if not name.startswith(ENV_PREFIXES) or DENIED_ENV.search(name[name.index("_"):]):
+            raise SpaceError(f"{where}: {name} may not be set by a search space (allowed: "
+                             f"{', '.join(p + '*' for p in ENV_PREFIXES)} without file, path, log, "
+                             "debug or command variables)")
+    elif apply == "mca":
+        if not MCA_NAME_RE.match(name):
+            raise SpaceError(f"{where}: {name!r} is not a valid MCA parameter name")
+        if not (name.startswith(MCA_PREFIXES) or name in MCA_FRAMEWORKS) or DENIED_MCA.search(name):
+            raise SpaceError(f"{where}: {name} may not be set by a search space (allowed: "
+                             f"{', '.join(p + '*' for p in MCA_PREFIXES)} without file, path, "
+                             "agent, debug or output parameters)")
+    elif apply in ("mpirun", "template", "context"):
+        if not PARAM_NAME_RE.match(name):
+            raise SpaceError(f"{where}: {name!r} is not a valid parameter name")
+    else:
+        raise SpaceError(f"{where}: apply: must be one of {', '.join(APPLY_KINDS)}, not {apply!r}")
+    return name
+
+
+def check_args(args: Any, where: str) -> tuple[str, ...]:
+    """mpirun arguments: allow-listed options, each with a value of its own pattern. A bare word
+    would become the program mpirun runs, so none is accepted."""
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise SpaceError(f"{where}: mpirun args must be a list of strings")
+    i = 0
+    while i < len(args):
+        option, has_value, value = args[i].partition("=")
+        if option not in MPIRUN_OPTIONS:
+            raise SpaceError(f"{where}: mpirun argument {args[i]!r} is not allowed (allowed: "
+                             f"{', '.join(MPIRUN_OPTIONS)})")
+        pattern = MPIRUN_OPTIONS[option]
+        if pattern is None:
+            if has_value:
+                raise SpaceError(f"{where}: {option} takes no value")
+            i += 1
+            continue
+        if not has_value:
+            if i + 1 >= len(args):
+                raise SpaceError(f"{where}: {option} needs a value")
+            value = args[i + 1]
+            i += 1
+        if not pattern.match(value) or value.startswith("-"):
+            raise SpaceError(f"{where}: value {value!r} of {option} has unsafe characters")
+        i += 1
+    return tuple(args)
+
+
+def _scalar(value: Any, where: str) -> Any:
+    if isinstance(value, (bool, int, str)):
+        if isinstance(value, str):
+            check_value(where, "choice", value)
+        return value
+    raise SpaceError(f"{where}: choice {value!r} must be a string, integer or boolean")
+
+
+def _parse_requirements(raw: Any, where: str) -> tuple[Requirement, ...]:
+    if not isinstance(raw, dict):
+        raise SpaceError(f"{where}: expected a mapping such as {{mca_component: coll/hcoll}}")
+    out = []
+    for kind, value in raw.items():
+        if kind not in REQUIREMENT_KINDS:
+            raise SpaceError(f"{where}: unknown requirement {kind!r} "
+                             f"(known: {', '.join(REQUIREMENT_KINDS)})")
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if not isinstance(v, str) or not re.fullmatch(r"[a-z0-9_/-]{1,64}", v):
+                raise SpaceError(f"{where}: {kind}: {v!r} is not a valid name")
+            if kind == "mca_component" and "/" not in v:
+                raise SpaceError(f"{where}: mca_component: write framework/component, e.g. coll/hcoll")
+            out.append(Requirement(kind, v))
+    return tuple(out)
+
+
+def _parse_fixed(item: Any, where: str) -> Setting:
+    if not isinstance(item, dict):
+        raise SpaceError(f"{where}: expected a mapping")
+    _only_keys(item, {"name", "apply", "value", "args", "why"}, where)
+    apply = item.get("apply")
+    if apply not in ("env", "mca", "mpirun"):
+        raise SpaceError(f"{where}: apply: a fixed setting is env, mca or mpirun, not {apply!r}")
+    name = check_name(apply, item.get("name"), where)
+    if apply == "mpirun":
+        return Setting("mpirun", name, args=check_args(item.get("args"), where),
+                       why=str(item.get("why", "")))
+    value = item.get("value")
+    if isinstance(value, bool):
+        value = int(value)
+    if not isinstance(value, (str, int)):
+        raise SpaceError(f"{where}: value: must be a string or integer")
+    check_value(where, name, str(value))
+    return Setting(apply, name, str(value), why=str(item.get("why", "")))
+
+
+def _parse_compose(item: Any, where: str, params: list[Parameter]) -> Compose:
+    if not isinstance(item, dict):
+        raise SpaceError(f"{where}: expected a mapping")
+    _only_keys(item, {"name", "apply", "template"}, where)
+    apply = item.get("apply")
+    if apply not in ("env", "mca"):
+        raise SpaceError(f"{where}: apply: a composed value is env or mca, not {apply!r}")
+    name = check_name(apply, item.get("name"), where)
+    template = item.get("template")
+    if not isinstance(template, str):
+        raise SpaceError(f"{where}: template: must be a string such as intra:{{A}},inter:{{B}}")
+    parts = tuple(PLACEHOLDER_RE.findall(template))
+    if not parts:
+        raise SpaceError(f"{where}: template: names no parameter")
+    check_value(where, name, PLACEHOLDER_RE.sub("x", template))
+    by_name = {p.name: p for p in params}
+    for part in parts:
+        if part not in by_name or by_name[part].apply != "template":
+            raise SpaceError(f"{where}: template: {{{part}}} is not a parameter with apply: template")
+    return Compose(apply=apply, name=name, template=template, parts=parts)
+
+
+def _parse_parameter(item: Any, where: str) -> Parameter:
+    if not isinstance(item, dict):
+        raise SpaceError(f"{where}: expected a mapping")
+    _only_keys(item, {"name", "apply", "type", "choices", "default", "low", "high", "step", "log",
+                      "when", "collectives", "scope", "implies", "args", "requires",
+                      "choice_requires", "choices_from", "context", "source", "help"}, where)
+    apply = item.get("apply")
+    name = check_name(apply, item.get("name"), where)
+    kind = item.get("type", "categorical")
+    if kind not in TYPES:
+        raise SpaceError(f"{where}: type: must be one of {', '.join(TYPES)}, not {kind!r}")
+    if "default" not in item:
+        raise SpaceError(f"{where}: default: required (the MPI's own default)")
+    default = item["default"]
+    fields: dict[str, Any] = {}
+    choices_from = item.get("choices_from", "")
+    if choices_from not in ("", "ompi_info"):
+        raise SpaceError(f"{where}: choices_from: only ompi_info is supported, not {choices_from!r}")
+    if choices_from and apply != "mca":
+        raise SpaceError(f"{where}: choices_from: ompi_info only lists MCA parameters")
+    if kind == "int":
+        low, high, step = item.get("low"), item.get("high"), item.get("step", 1)
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high, step)):
+            raise SpaceError(f"{where}: low, high and step must be integers")
+        if low > high:
+            raise SpaceError(f"{where}: inverted range: low {low} > high {high}")
+        if step < 1:
+            raise SpaceError(f"{where}: step must be >= 1")
+        if not isinstance(default, int) or not low <= default <= high:
+            raise SpaceError(f"{where}: default {default!r} outside {low}..{high}")
+        fields.update(low=low, high=high, step=step, log=bool(item.get("log", False)))
+    elif choices_from and "choices" not in item:
+        fields["choices"] = ()
+        if not isinstance(default, int):
+            raise SpaceError(f"{where}: default: an enumerated MCA value is an integer")
+    else:
+        choices = [False, True] if kind == "bool" else _list(item.get("choices"), f"{where}: choices")
+        choices = [_scalar(c, f"{where}: choices") for c in choices]
+        if len(choices) < 2:
+            raise SpaceError(f"{where}: choices: at least two are needed")
+        if len(set(map(str, choices))) != len(choices):
+            raise SpaceError(f"{where}: choices: duplicates")
+        if kind == "size":
+            for c in choices:
+                if str(c) != "auto":
+                    try:
+                        parse_size(str(c))
+                    except Exception:
+                        raise SpaceError(f"{where}: choice {c!r} is not a size such as 8kb or auto") from None
+        if default not in choices:
+            raise SpaceError(f"{where}: default {default!r} is not one of the choices")
+        fields["choices"] = tuple(choices)
+    if apply == "mpirun":
+        raw_args = item.get("args")
+        if not isinstance(raw_args, dict) or set(map(str, raw_args)) != set(map(str, fields.get("choices", ()))):
+            raise SpaceError(f"{where}: args: must map every choice to a list of mpirun arguments")
+        by_text = {str(k): v for k, v in raw_args.items()}
+        fields["args"] = tuple((c, check_args(by_text[str(c)], where)) for c in fields["choices"])
+    elif "args" in item:
+        raise SpaceError(f"{where}: args: only for apply: mpirun")
+    if apply == "context":
+        context = item.get("context")
+        if context not in CONTEXT_PROPERTIES:
+            raise SpaceError(f"{where}: context: must name an allocation property "
+                             f"({', '.join(CONTEXT_PROPERTIES)})")
+        fields["context"] = context
+    elif "context" in item:
+        raise SpaceError(f"{where}: context: only for apply: context")
+    when = item.get("when", {})
+    if not isinstance(when, dict):
+        raise SpaceError(f"{where}: when: expected a mapping of parameter -> list of values")
+    fields["when"] = tuple((str(k), tuple(_list(v, f"{where}: when: {k}") if isinstance(v, list) else [v]))
+                           for k, v in when.items())
+    collectives = _list(item.get("collectives", []), f"{where}: collectives")
+    for c in collectives:
+        if c not in COLLECTIVES:
+            raise SpaceError(f"{where}: collectives: unknown collective {c!r}")
+    scope = item.get("scope", "any")
+    if scope not in SCOPES:
+        raise SpaceError(f"{where}: scope: must be one of {', '.join(SCOPES)}, not {scope!r}")
+    implies = item.get("implies", {})
+    if not isinstance(implies, dict):
+        raise SpaceError(f"{where}: implies: expected a mapping of MCA parameter -> value")
+    implied = []
+    for k, v in implies.items():
+        check_name("mca", k, f"{where}: implies")
+        check_value(where, str(k), str(v))
+        implied.append((str(k), str(v)))
+    requires = _parse_requirements(item["requires"], f"{where}: requires") if "requires" in item else ()
+    choice_requires = []
+    raw_choice_requires = item.get("choice_requires", {})
+    if not isinstance(raw_choice_requires, dict):
+        raise SpaceError(f"{where}: choice_requires: expected a mapping of choice -> requirements")
+    for choice, raw in raw_choice_requires.items():
+        if choice not in fields.get("choices", ()):
+            raise SpaceError(f"{where}: choice_requires: {choice!r} is not one of the choices")
+        if choice == default:
+            raise SpaceError(f"{where}: choice_requires: the default {choice!r} must always be possible")
+        choice_requires.append((choice, _parse_requirements(raw, f"{where}: choice_requires: {choice}")))
+    return Parameter(name=name, apply=apply, type=kind, default=default, scope=scope,
+                     collectives=tuple(collectives), implies=tuple(implied), requires=requires,
+                     choice_requires=tuple(choice_requires), choices_from=choices_from,
+                     source=str(item.get("source", "")), help=str(item.get("help", "")), **fields)

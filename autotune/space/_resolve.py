@@ -1,0 +1,127 @@
+"""Check a space against what this machine offers: remove every choice that cannot work here and
+say why, fill enumerations from ompi_info, and read allocation context (NPS) from the nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import SpaceError
+from ..probe import Capabilities
+from ._model import Parameter, Requirement, SearchSpace, TrialContext
+
+STACK_FAMILIES = {"openmpi": ("openmpi",), "mpich": ("mpich",), "cray-mpich": ("mpich",)}
+
+
+@dataclass(frozen=True)
+class Removal:
+    parameter: str
+    choice: Any
+    reason: str
+
+    def __str__(self) -> str:
+        what = self.parameter if self.choice is None else f"{self.parameter}={self.choice}"
+        return f"{what}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class ResolvedSpace:
+    space: SearchSpace
+    removed: tuple[Removal, ...]
+    context_values: dict[str, Any]  # context parameter -> this allocation's value
+
+
+def unmet(requirement: Requirement, caps: Capabilities) -> str:
+    """Why a requirement does not hold here, or '' when it does."""
+    if requirement.kind == "mca_component":
+        framework, _, component = requirement.value.partition("/")
+        if not caps.has_component(framework, component):
+            return f"{caps.mpi} has no {framework}/{component} component"
+    elif requirement.kind == "ucx_transport":
+        if not caps.has_ucx_transport(requirement.value):
+            devices = ", ".join(caps.ucx_transports) or "none"
+            return f"no UCX {requirement.value} transport on this node (UCX transports: {devices})"
+    elif requirement.kind == "ucx_feature":
+        if requirement.value not in caps.ucx_features:
+            return f"UCX {caps.ucx_version or '(absent)'} lacks {requirement.value}"
+    elif requirement.kind == "mpi" and requirement.value != caps.mpi_family:
+        return f"needs {requirement.value}, this machine runs {caps.mpi}"
+    return ""
+
+
+def context_value(param: Parameter, caps: Capabilities) -> Any:
+    if param.context == "nps":
+        return caps.numa.nps
+    raise SpaceError(f"unknown allocation property {param.context!r}")
+
+
+def resolve(space: SearchSpace, caps: Capabilities, ctx: TrialContext) -> ResolvedSpace:
+    families = STACK_FAMILIES.get(space.stack)
+    if families and caps.mpi_family not in families:
+        raise SpaceError(f"search space {space.name} is for {space.stack}; this machine runs "
+                         f"{caps.mpi}")
+    removed: list[Removal] = []
+    drop: set[str] = set()
+    narrowed: dict[str, tuple[Any, ...]] = {}
+    context_values: dict[str, Any] = {}
+    available: dict[str, tuple[Any, ...]] = {}
+    for p in space.parameters:
+        if p.collectives and ctx.collective not in p.collectives:
+            continue  # another collective's knob: not worth a line
+        if not p.applies_to(ctx):
+            drop.add(p.name)
+            removed.append(Removal(p.name, None, f"{p.scope} only; this study runs on {ctx.nodes} node(s)"))
+            continue
+        reasons = [r for r in (unmet(req, caps) for req in p.requires) if r]
+        if reasons:
+            drop.add(p.name)
+            removed.append(Removal(p.name, None, reasons[0]))
+            continue
+        choices = p.choices
+        if p.choices_from == "ompi_info":
+            listed = caps.enumerators.get(p.name)
+            if not listed:
+                drop.add(p.name)
+                removed.append(Removal(p.name, None, f"{caps.mpi} does not list this parameter"))
+                continue
+            if p.choices:
+                for c in p.choices:
+                    if c not in listed:
+                        removed.append(Removal(p.name, c, f"not offered by {caps.mpi}"))
+                choices = tuple(c for c in p.choices if c in listed)
+            else:
+                choices = tuple(sorted(listed))
+            if p.default not in choices:
+                drop.add(p.name)
+                removed.append(Removal(p.name, None, f"its default {p.default} is not offered by {caps.mpi}"))
+                continue
+        if p.apply == "context":
+            value = context_value(p, caps)
+            if value not in choices:
+                raise SpaceError(f"{space.name}: {p.name} of this allocation is {value}, not one of "
+                                 f"{', '.join(map(str, choices))}")
+            context_values[p.name] = value
+        for choice, requirements in p.choice_requires:
+            reasons = [r for r in (unmet(req, caps) for req in requirements) if r]
+            if reasons and choice in choices:
+                choices = tuple(c for c in choices if c != choice)
+                removed.append(Removal(p.name, choice, reasons[0]))
+        if p.type != "int" and p.apply != "context" and len(choices) < 2:
+            drop.add(p.name)
+            removed.append(Removal(p.name, None, "only its default is possible here"))
+            continue
+        if choices != p.choices:
+            narrowed[p.name] = choices
+        available[p.name] = choices
+    # a conditional parameter whose condition can no longer hold is never active
+    for p in space.parameters:
+        if p.name in drop or p.name not in available:
+            continue
+        for parent, values in p.when:
+            if parent in drop or not set(values) & set(available.get(parent, ())):
+                drop.add(p.name)
+                removed.append(Removal(p.name, None, f"needs {parent} in {list(values)}, which is not "
+                                                     "possible here"))
+                break
+    return ResolvedSpace(space=space.without(drop, narrowed), removed=tuple(removed),
+                         context_values=context_values)

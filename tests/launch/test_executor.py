@@ -1,0 +1,66 @@
+"""Real mpirun: a hung job is killed with all its ranks (each rank has its own process group, so
+the launch's session is what must be cleaned); inherited tuning variables never reach a launch."""
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from autotune.launch import LaunchSpec, LocalLauncher, run_command
+from autotune.launch.executor import launch_environment
+
+
+def processes_with(marker):
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{entry}/stat") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmdline and state != "Z" and int(entry) != os.getpid():
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.mpi
+def test_hung_mpi_job_is_killed_with_all_its_ranks(mpirun):
+    marker = f"autotune-hang-{uuid.uuid4().hex}"
+    program = (sys.executable, "-c", f"import time; time.sleep(600)  # {marker}")
+    command = LocalLauncher().command(LaunchSpec(nodes=1, ppn=2, program=program))
+    result = run_command(command, timeout=4)
+    assert result.timed_out and result.returncode is None
+    assert processes_with(marker) == [], "ranks survived the timeout"
+    assert processes_with("orted") == []
+
+
+def test_inherited_tuning_variables_are_dropped(monkeypatch):
+    monkeypatch.setenv("OMPI_MCA_pml", "ob1")
+    monkeypatch.setenv("UCX_TLS", "tcp")
+    monkeypatch.setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    env, dropped = launch_environment({"UCX_RNDV_THRESH": "8kb"})
+    assert "OMPI_MCA_pml" not in env and "UCX_TLS" not in env
+    assert env["UCX_RNDV_THRESH"] == "8kb" and env["OMPI_ALLOW_RUN_AS_ROOT"] == "1"
+    assert {"OMPI_MCA_pml", "UCX_TLS"} <= set(dropped)
+
+
+@pytest.mark.mpi
+def test_ucx_knob_is_live_only_when_pml_ucx_is_forced(mpirun):
+    """The knob changes what runs: UCX_TLS=self cannot connect two ranks, so MPI_Init fails under
+    forced pml ucx; without forcing, Open MPI 4.1 picks ob1 here and the same variable is dead."""
+    from autotune.errors import EnvironmentProblem
+    from autotune.measure import MeasurementPlan, Measurer, check_ucx_live
+    from autotune.space import LaunchSettings
+
+    plan = MeasurementPlan(collective="allreduce", nodes=1, ppn=2, sizes=(8,), repetitions=3,
+                           stages=1, time_per_size=0.005)
+    measurer = Measurer(plan, LocalLauncher())
+    forced = LaunchSettings(mca=(("pml", "ucx"), ("pml_ucx_devices", "any"), ("pml_ucx_tls", "any")))
+    assert check_ucx_live(measurer, forced) is True
+    with pytest.raises(EnvironmentProblem, match="not using pml ucx"):
+        check_ucx_live(measurer, LaunchSettings())

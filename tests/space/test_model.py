@@ -1,0 +1,93 @@
+from autotune.errors import SpaceError
+from autotune.probe import Capabilities, NumaLayout
+from autotune.space import TrialContext, load_space, resolve
+
+import pytest
+
+ALLREDUCE = TrialContext("allreduce", 1)
+CAPS = Capabilities(mpi_family="openmpi", mpi_version="4.1.4",
+                    components={"coll": ["tuned"], "pml": ["ucx"]},
+                    enumerators={f"coll_tuned_{c}_algorithm": list(range(8))
+                                 for c in ("allreduce", "allgather", "alltoall", "bcast", "reduce")},
+                    ucx_transports={"self": ["memory0"], "posix": ["memory"]},
+                    numa=NumaLayout(1, 1, 2))
+
+
+def resolved(name, ctx=ALLREDUCE):
+    return resolve(load_space(name), CAPS, ctx).space
+
+
+def test_defaults_follow_conditions_collective_and_scope():
+    space = load_space("openmpi-ucx+openmpi-tuned")
+    defaults = space.defaults(ALLREDUCE, {"NPS": 2})
+    assert defaults["coll_tuned_allreduce_algorithm"] == 0
+    assert "coll_tuned_allreduce_algorithm_segmentsize" not in defaults  # inactive: algorithm 0
+    assert not any(name.startswith("coll_tuned_bcast") for name in defaults)
+    assert "UCX_RNDV_THRESH" in defaults and "UCX_RNDV_THRESH_INTER" not in defaults  # 1 node
+    assert defaults["NPS"] == 2  # context: the allocation's value
+    multi = space.defaults(TrialContext("allreduce", 2))
+    assert "UCX_RNDV_THRESH" not in multi and multi["UCX_RNDV_THRESH_INTER"] == "auto"
+
+
+def test_settings_apply_fixed_params_implications_and_mpirun_args():
+    space = resolved("openmpi-ucx+openmpi-tuned")
+    params = {**space.defaults(ALLREDUCE), "UCX_RNDV_THRESH": "8kb", "mapping": "cyclic",
+              "coll_tuned_allreduce_algorithm": 5, "coll_tuned_allreduce_algorithm_segmentsize": 4096}
+    settings = space.settings(params, ALLREDUCE)
+    env, mca = dict(settings.env), dict(settings.mca)
+    assert env["UCX_RNDV_THRESH"] == "8kb"
+    assert mca["pml"] == "ucx" and mca["pml_ucx_devices"] == "any"
+    assert mca["coll_tuned_use_dynamic_rules"] == "1"  # implied by forcing an algorithm
+    assert mca["coll_tuned_allreduce_algorithm_segmentsize"] == "4096"
+    assert settings.mpirun_args == ("--map-by", "numa", "--bind-to", "core")
+    assert "NPS" not in env and "NPS" not in mca  # context is never set
+    default_mca = dict(space.settings(space.defaults(ALLREDUCE), ALLREDUCE).mca)
+    assert "coll_tuned_use_dynamic_rules" not in default_mca
+
+
+def test_composed_split_threshold_on_several_nodes():
+    space = load_space("openmpi-ucx")
+    ctx = TrialContext("alltoall", 4)
+    params = {**space.defaults(ctx), "UCX_RNDV_THRESH_INTRA": "32kb", "UCX_RNDV_THRESH_INTER": "128kb"}
+    env = dict(space.settings(params, ctx).env)
+    assert env["UCX_RNDV_THRESH"] == "intra:32kb,inter:128kb"
+    assert "UCX_RNDV_THRESH_INTRA" not in env
+
+
+def test_unset_choice_leaves_the_variable_out():
+    space = load_space("cray-mpich")
+    ctx = TrialContext("allreduce", 1)
+    env = dict(space.settings(space.defaults(ctx), ctx).env)
+    assert env == {}
+    params = {**space.defaults(ctx), "MPICH_NEMESIS_ASYNC_PROGRESS": "SC", "MPICH_MAX_THREAD_SAFETY": "multiple"}
+    env = dict(space.settings(params, ctx).env)
+    assert env == {"MPICH_NEMESIS_ASYNC_PROGRESS": "SC", "MPICH_MAX_THREAD_SAFETY": "multiple"}
+
+
+def test_settings_reject_values_outside_the_space():
+    space = load_space("openmpi-ucx")
+    with pytest.raises(SpaceError, match="not one of its choices"):
+        space.settings({"UCX_TLS": "self,tcp;reboot"}, ALLREDUCE)
+
+
+class LastChoiceTrial:
+    """Stands in for optuna.Trial: returns the last choice, records what was asked."""
+
+    def __init__(self):
+        self.asked = []
+
+    def suggest_categorical(self, name, choices):
+        self.asked.append(name)
+        return choices[-1]
+
+    def suggest_int(self, name, low, high, step=1, log=False):
+        self.asked.append(name)
+        return low
+
+
+def test_suggest_asks_conditional_parameter_only_when_active():
+    space = resolved("openmpi-tuned").without(set(), {"coll_tuned_allreduce_algorithm": (0, 6)})
+    trial = LastChoiceTrial()
+    params = space.suggest(trial, ALLREDUCE)
+    assert params["coll_tuned_allreduce_algorithm"] == 6
+    assert "coll_tuned_allreduce_algorithm_segmentsize" not in trial.asked

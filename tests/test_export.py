@@ -1,0 +1,30 @@
+import pytest
+
+from autotune.errors import StorageError
+from autotune.export import BestConfig, env_file
+
+
+def best(**overrides):
+    fields = dict(study="s", trial=3, value=-0.1, speedup=1.105, is_default=False,
+                  params={"UCX_TLS": "self,sm"}, env={"UCX_TLS": "self,sm"}, mca={"pml": "ucx"},
+                  mpirun_args=("--map-by", "numa"), host={}, config=None, n_complete=4)
+    fields.update(overrides)
+    return BestConfig(**fields)
+
+
+def test_env_file_exports_env_mca_and_mpirun_args():
+    text = env_file(best())
+    assert "export UCX_TLS=self,sm" in text and "export OMPI_MCA_pml=ucx" in text
+    assert "export AUTOTUNE_MPIRUN_ARGS='--map-by numa'" in text
+
+
+@pytest.mark.parametrize("overrides", [
+    {"env": {"X=1; touch /tmp/pwned; Y": "1"}},
+    {"env": {"UCX_TLS": "$(reboot)"}},
+    {"env": {"LD_PRELOAD": "/tmp/evil.so"}},
+    {"mca": {"plm_rsh_agent": "evil"}},
+    {"mpirun_args": ("--map-by", "numa", "/bin/sh")},
+])
+def test_unsafe_stored_settings_are_not_exported(overrides):
+    with pytest.raises(StorageError, match="not safe to export"):
+        env_file(best(**overrides))
