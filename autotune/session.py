@@ -148,10 +148,21 @@ def prepare_session(options: StartOptions) -> Session:
                                     load_if_exists=True)
     except Exception as exc:  # noqa: BLE001 - storage backends raise many types
         raise AutotuneError(f"cannot create study {name!r}: {exc}") from None
+    notes: list[str] = []
+    launches_per_trial = options.repetitions * len(plan.blocks())
+    if options.prune and 0.5 ** min(launches_per_trial - 1, 30) >= options.p_threshold:
+        notes.append(f"pruning can never trigger: {launches_per_trial - 1} launches give at best "
+                     f"p={0.5 ** (launches_per_trial - 1):.3g} >= --p-threshold {options.p_threshold}")
+    elif options.prune and options.prune_after >= launches_per_trial:
+        notes.append(f"pruning is off in effect: --prune-after {options.prune_after} >= the "
+                     f"{launches_per_trial} launches of a trial")
     previous = stored_config(study)
     if previous is None:
         study.set_user_attr(CONFIG_ATTR, config.to_dict())
     else:
+        if previous.space_digest and previous.space_digest != config.space_digest:
+            notes.append(f"the search space {space.name} changed since this study began; "
+                         "trials stay comparable only if the changed knobs did not")
         diff = previous.differences(config)
         if diff:
             shown = "; ".join(f"{k}: stored {_short(getattr(previous, k))}, now "
@@ -163,6 +174,7 @@ def prepare_session(options: StartOptions) -> Session:
                       caps=caps, removed=resolved.removed, context_values=resolved.context_values,
                       space_name=space.name, resumed_trials=len(study.trials))
     session._space = resolved.space  # type: ignore[attr-defined]
+    session.notes.extend(notes)
     if chosen.dropped:
         session.notes.append(f"{options.collective} reduces float32 elements; sizes that are not a "
                              f"multiple of 4 B dropped: {', '.join(map(str, chosen.dropped))}")

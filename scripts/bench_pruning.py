@@ -18,15 +18,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import optuna
-
-from autotune.controller import Controller, make_pruner, make_sampler
-from autotune.launch import LocalLauncher
-from autotune.measure import MeasurementPlan, Measurer
-from autotune.objective import uniform_weights
-from autotune.probe import probe_host
-from autotune.space import load_space
-from autotune.storage import StudyConfig, open_storage
+from autotune.session import DEFAULT_SPACE, StartOptions, prepare_session
 from autotune.units import parse_size_range
 
 
@@ -38,29 +30,25 @@ def main() -> None:
     parser.add_argument("--sizes", default="8:1m")
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--stages", type=int, default=2)
-    parser.add_argument("--space", default="openmpi-local")
+    parser.add_argument("--space", default=DEFAULT_SPACE)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--baseline-every", type=int, default=1)
     parser.add_argument("--storage", default=None)
     args = parser.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="autotune-bench-")
-    url = args.storage or f"sqlite:///{Path(tmp) / 'bench.db'}"
-    space = load_space(args.space)
-    sizes = parse_size_range(args.sizes)
-    plan = MeasurementPlan(collective=args.collective, nodes=1, ppn=args.ppn, sizes=sizes,
-                           repetitions=args.repetitions, stages=args.stages, time_per_size=0.02)
-    config = StudyConfig(collective=args.collective, nodes=1, ppn=args.ppn, space=space.name,
-                         sizes=sizes, weights=uniform_weights(sizes), repetitions=args.repetitions,
-                         stages=args.stages, time_per_size=0.02)
-    study = optuna.create_study(study_name="bench", storage=open_storage(url), direction="minimize",
-                                sampler=make_sampler(args.seed),
-                                pruner=make_pruner(4, 0.1), load_if_exists=True)
-    controller = Controller(study, space, config, Measurer(plan, LocalLauncher()), probe_host(),
-                            seed=args.seed, baseline_every=args.baseline_every)
-    print(f"running {args.trials} trials of {args.collective}, {len(sizes)} sizes, "
-          f"{args.repetitions} launches per size in {len(plan.blocks())} stages; storage {url}")
-    summary = controller.run(args.trials)
+    options = StartOptions(collective=args.collective, ppn=args.ppn, space=args.space,
+                           sizes=parse_size_range(args.sizes), repetitions=args.repetitions,
+                           stages=args.stages, seed=args.seed, baseline_every=args.baseline_every,
+                           study_name="bench",
+                           storage=args.storage or f"sqlite:///{Path(tmp) / 'bench.db'}")
+    session = prepare_session(options)  # the same probing, resolution and checks as `start`
+    plan = session.plan
+    study = session.study
+    print(f"running {args.trials} trials of {args.collective}, {len(plan.sizes)} sizes, "
+          f"{args.repetitions} launches per size in {len(plan.blocks())} stages, space "
+          f"{session.space_name}; storage {options.storage}")
+    summary = session.controller(options, None).run(args.trials)
 
     def describe(state: str) -> None:
         outs = [o for o in summary.outcomes if o.state == state]
@@ -86,7 +74,7 @@ def main() -> None:
     baseline_seconds = sum(b.seconds for b in summary.baselines)
     drifts = [b.drift for b in summary.baselines if b.drift is not None]
     print(f"\ndefault config interleaved: {len(summary.baselines)} launches, {baseline_seconds:.1f} s"
-          + (f"; drift vs the first window: median {statistics.median(drifts):+.3f}, "
+          + (f"; drift vs the first default launch: median {statistics.median(drifts):+.3f}, "
              f"range {min(drifts):+.3f}..{max(drifts):+.3f}" if drifts else ""))
     default = [o for o in summary.outcomes if o.is_default and o.state == "COMPLETE"]
     if default:
