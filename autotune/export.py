@@ -32,6 +32,7 @@ class BestConfig:
     mca: dict[str, str]
     mpirun_args: tuple[str, ...]
     host: dict
+    context: dict
     config: StudyConfig | None
     n_complete: int
 
@@ -47,7 +48,8 @@ def best_config(study: optuna.Study) -> BestConfig:
                       is_default=bool(best.user_attrs.get("is_default")), params=dict(best.params),
                       env=dict(settings.get("env", {})), mca=dict(settings.get("mca", {})),
                       mpirun_args=tuple(settings.get("mpirun_args", [])),
-                      host=dict(best.user_attrs.get("host") or {}), config=stored_config(study),
+                      host=dict(best.user_attrs.get("host") or {}),
+                      context=dict(best.user_attrs.get("context") or {}), config=stored_config(study),
                       n_complete=len(complete))
 
 
@@ -93,7 +95,8 @@ def env_file(best: BestConfig, now: dt.datetime | None = None) -> str:
                      "The lines below only restate it.")
     if best.host:
         lines.append(f"# measured on {best.host.get('host', '?')}: {best.host.get('mpi', '?')}, "
-                     f"UCX {best.host.get('ucx') or 'n/a'}, {best.host.get('cpu_model', '?')}")
+                     f"UCX {best.host.get('ucx') or 'n/a'}, {best.host.get('cpu_model', '?')}"
+                     + "".join(f", {k}={v}" for k, v in best.context.items()))
     for name, value in sorted(best.env.items()):
         lines.append(f"export {name}={shlex.quote(value)}")
     for name, value in sorted(best.mca.items()):

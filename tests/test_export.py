@@ -7,7 +7,8 @@ from autotune.export import BestConfig, env_file
 def best(**overrides):
     fields = dict(study="s", trial=3, value=-0.1, speedup=1.105, is_default=False,
                   params={"UCX_TLS": "self,sm"}, env={"UCX_TLS": "self,sm"}, mca={"pml": "ucx"},
-                  mpirun_args=("--map-by", "numa"), host={}, config=None, n_complete=4)
+                  mpirun_args=("--map-by", "numa"), host={"host": "n1", "mpi": "Open MPI 4.1.4"},
+                  context={"NPS": 2}, config=None, n_complete=4)
     fields.update(overrides)
     return BestConfig(**fields)
 
@@ -16,6 +17,7 @@ def test_env_file_exports_env_mca_and_mpirun_args():
     text = env_file(best())
     assert "export UCX_TLS=self,sm" in text and "export OMPI_MCA_pml=ucx" in text
     assert "export AUTOTUNE_MPIRUN_ARGS='--map-by numa'" in text
+    assert "NPS=2" in text.splitlines()[3]  # measured on nodes with this NPS (not settable)
 
 
 @pytest.mark.parametrize("overrides", [
