@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shlex
 import sys
 from dataclasses import dataclass
@@ -104,7 +105,23 @@ def cli() -> None:
 @click.option("--oversubscribe", is_flag=True, help="allow more ranks than cores (timings suffer)")
 @click.option("--seed", type=int, default=None, help="seed of the sampler and of the size orders")
 @click.option("--foreground", is_flag=True,
-              help="run in this terminal (today the only mode; the background daemon comes next)")
+              help="run in this terminal instead of detaching (progress bar, Ctrl-C stops)")
+@click.option("--time-budget", callback=lambda _c, _p, v: parse_duration(v) if v else None,
+              metavar="DURATION", help="stop launching when the next trial would end after this "
+              "(e.g. 90m, 2h); inside Slurm the job's end time also counts")
+@click.option("--timeout-floor", type=float, default=60.0, show_default=True,
+              callback=_positive_float,
+              help="a launch's deadline is this plus an allowance per size; then it is killed")
+@click.option("--infra-pause", type=float, default=300.0, show_default=True,
+              callback=_positive_float,
+              help="seconds to pause after 5 infrastructure failures in a row")
+@click.option("--confirm", "confirm_top", type=click.IntRange(min=0), default=3, show_default=True,
+              help="at the end, re-measure the best K against the default with confidence "
+                   "intervals (0: no confirmation)")
+@click.option("--confirm-rounds", type=click.IntRange(min=2), default=5, show_default=True)
+@click.option("--new-study", is_flag=True, help="start a fresh study (name gets a timestamp)")
+@click.option("--force", is_flag=True,
+              help="continue a study that ran on another CPU / MPI / UCX version")
 @click.option("--warm-start", metavar="NAME|FILE",
               help="enqueue known-good configurations first (shipped: seed000-winners)")
 @click.option("--check-live/--no-check-live", default=True, show_default=True,
@@ -115,11 +132,16 @@ def start(collective: str, nodes: int, ppn: int | None, trials: int, space: str,
           sizes: tuple[int, ...] | None, weights_file: str | None, repetitions: int, stages: int,
           time_per_size: float, baseline_every: int, prune: bool, prune_after: int,
           p_threshold: float, oversubscribe: bool, seed: int | None, foreground: bool,
+          time_budget: float | None, timeout_floor: float, infra_pause: float,
+          confirm_top: int, confirm_rounds: int,
+          new_study: bool, force: bool,
           warm_start: str | None, check_live: bool, study_name: str | None,
           storage: str | None) -> None:
-    """Run a tuning study (creates it, or continues it with the same arguments)."""
+    """Run a tuning study in the background (creates it, or continues it with the same
+    arguments); --foreground keeps it in this terminal."""
+    from .daemon import AlreadyRunning, StopRequested, StudyLock, detach, install_stop_handlers, study_slug
     from .progress import ProgressDisplay
-    from .session import StartOptions, prepare_session
+    from .session import StartOptions, prepare_session, study_identity
     from .storage import redact
 
     options = StartOptions(
@@ -127,17 +149,51 @@ def start(collective: str, nodes: int, ppn: int | None, trials: int, space: str,
         weights_file=weights_file, repetitions=repetitions, stages=stages,
         time_per_size=time_per_size, baseline_every=baseline_every, prune=prune,
         prune_after=prune_after, p_threshold=p_threshold, oversubscribe=oversubscribe, seed=seed,
-        study_name=study_name, storage=storage, warm_start=warm_start, check_live=check_live)
-    session = prepare_session(options)
+        study_name=study_name, storage=storage, warm_start=warm_start, check_live=check_live,
+        time_budget=time_budget, new_study=new_study, force=force, timeout_floor=timeout_floor,
+        infra_pause=infra_pause, confirm_top=confirm_top, confirm_rounds=confirm_rounds)
+    if not foreground:
+        name, url = study_identity(options)
+        argv = list(_ARGV)
+        if new_study:  # fix the name here so this process can wait for the right study
+            import datetime as dt
+            name = f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+            argv = [a for a in argv if a != "--new-study"] + ["--study", name]
+        slug = study_slug(url, name)
+        owner = StudyLock(slug).owner()
+        if owner:
+            raise AlreadyRunning(f"study {name!r} is already running (pid {owner.pid} on "
+                                 f"{owner.host}); `autotune stop` ends it")
+        owner = detach(argv, slug, name)
+        out.print(f"study {name} runs in the background: pid {owner.pid} on {owner.host}", markup=False)
+        out.print(f"log:    {owner.log}\nwatch:  autotune status --study {shlex.quote(name)}   "
+                  f"(or: autotune logs -f)\nstop:   autotune stop --study {shlex.quote(name)}",
+                  markup=False)
+        return
+    install_stop_handlers()
+    try:
+        session = prepare_session(options)
+    except StopRequested:
+        err.print("stopped before the first trial")
+        return
+    try:
+        _run_session(session, options, trials, storage)
+    finally:
+        if session.lock:
+            session.lock.release()
+
+
+def _run_session(session, options, trials: int, storage: str | None) -> None:
+    from .progress import ProgressDisplay
+    from .storage import redact
+
     config, plan = session.config, session.plan
     for note in session.notes:
         err.print(f"note: {escape(note)}")
-    if not foreground:
-        err.print("note: the background daemon is not built yet; running in the foreground")
     resumed = f" (resuming: {session.resumed_trials} trials)" if session.resumed_trials else ""
     err.print(f"study [bold]{escape(session.study.study_name)}[/] in "
-              f"{escape(redact(storage or '') or 'default storage')}{resumed}")
-    err.print(f"{collective}: {config.nodes} node x {config.ppn} ranks, {len(config.sizes)} sizes "
+              f"{escape(redact(storage or '') or 'default storage')}{resumed}, pid {os.getpid()}")
+    err.print(f"{config.collective}: {config.nodes} node x {config.ppn} ranks, {len(config.sizes)} sizes "
               f"{format_size(config.sizes[0])}..{format_size(config.sizes[-1])}, "
               f"{config.repetitions} launches per size in {len(plan.blocks())} stages, "
               f"space {escape(session.space_name)} on {session.caps.mpi}, "
@@ -153,13 +209,18 @@ def start(collective: str, nodes: int, ppn: int | None, trials: int, space: str,
         err.print("UCX knobs are live: a launch with UCX_TLS=self failed as it must under pml ucx")
     for line in session.warm_started:
         err.print(f"warm start: {escape(line)}")
+    if session.deadline:
+        import datetime as dt
+        err.print(f"time budget: no trial starts that would end after "
+                  f"{dt.datetime.fromtimestamp(session.deadline).strftime('%H:%M:%S')}")
     with ProgressDisplay(trials, console=err) as display:
-        summary = session.controller(options, display).run(trials)
+        summary = session.controller(options, display).run(trials, deadline=session.deadline)
     _print_run_summary(session.study, summary)
     if summary.interrupted:
-        err.print("interrupted: the running trial is marked failed; completed trials are stored")
-        sys.exit(130)
-    if summary.stopped_because:
+        err.print("stopped: the running trial is marked failed (interrupted) and queued again; "
+                  "completed trials are stored")
+        return  # a requested stop is a clean exit
+    if summary.stopped_because and not summary.stopped_because.startswith("time budget"):
         sys.exit(1)
 
 
@@ -171,11 +232,22 @@ def _print_run_summary(study, summary) -> None:
     err.print(f"this run: {states.count('COMPLETE')} complete, {states.count('PRUNED')} pruned, "
               f"{states.count('FAIL')} failed; {len(summary.baselines)} default-config launches"
               f"{drift}")
-    if summary.stopped_because:
+    if summary.skipped_known_invalid:
+        err.print(f"{summary.skipped_known_invalid} proposals repeated a configuration MPI had "
+                  "refused; not launched again")
+    if summary.stopped_because and not summary.interrupted:
         err.print(f"[red]stopped early[/]: {escape(summary.stopped_because)}")
     try:
         best = study.best_trial
     except ValueError:
+        return
+    confirmation = summary.confirmation
+    if confirmation is not None:
+        which = ("the default configuration (no candidate surely faster)" if confirmation.best_trial
+                 is None else f"trial {confirmation.best_trial}")
+        err.print(f"confirmed best: {which}")
+        err.print(f"export it:   autotune export --study {shlex.quote(study.study_name)} --format env "
+                  "-o best.env", markup=False)
         return
     speed = math.exp(-best.value)
     if best.user_attrs.get("is_default"):
@@ -193,14 +265,65 @@ def _print_run_summary(study, summary) -> None:
 @study_option
 @storage_option
 def status(fmt: str, study_name: str | None, storage: str | None) -> None:
-    """Trials done, pruned and failed; best speedup; baseline drift."""
+    """The daemon (alive, pid, host), trials done/pruned/failed, the running trial, best speedup."""
     from .status import study_status
 
-    info = study_status(_open_study(storage, study_name))
+    info = study_status(_open_study(storage, study_name), storage)
     if fmt == "json":
         click.echo(json.dumps(info.to_dict(), indent=2, default=str))
     else:
         out.print(info.render(), markup=False)
+
+
+@cli.command()
+@click.option("--timeout", type=float, default=30.0, show_default=True,
+              help="seconds to wait for the daemon to finish its cleanup")
+@study_option
+@storage_option
+def stop(timeout: float, study_name: str | None, storage: str | None) -> None:
+    """Stop a running study gracefully (SIGTERM: the running trial is re-queued)."""
+    from .daemon import StudyLock, stop_owner, study_slug
+    from .storage import default_storage_url
+
+    study = _open_study(storage, study_name)
+    owner = StudyLock(study_slug(storage or default_storage_url(), study.study_name)).owner()
+    if owner is None:
+        out.print(f"study {study.study_name} is not running", markup=False)
+        return
+    if stop_owner(owner, timeout):
+        out.print(f"stopped study {study.study_name} (pid {owner.pid})", markup=False)
+    else:
+        raise AutotuneError(f"pid {owner.pid} did not stop within {timeout:.0f} s")
+
+
+@cli.command()
+@click.option("-f", "--follow", is_flag=True, help="keep printing new lines while the study runs")
+@click.option("-n", "--lines", type=click.IntRange(min=0), default=40, show_default=True)
+@study_option
+@storage_option
+def logs(follow: bool, lines: int, study_name: str | None, storage: str | None) -> None:
+    """Print the study's log (the background run's output)."""
+    import time as _time
+
+    from .daemon import StudyLock, log_path, study_slug
+    from .storage import default_storage_url
+
+    study = _open_study(storage, study_name)
+    slug = study_slug(storage or default_storage_url(), study.study_name)
+    path = log_path(slug)
+    if not path.exists():
+        raise InputError(f"no log for study {study.study_name} (it never ran in the background)")
+    with open(path, errors="replace") as handle:
+        for line in handle.readlines()[-lines:] if lines else []:
+            click.echo(line, nl=False)
+        while follow:
+            line = handle.readline()
+            if line:
+                click.echo(line, nl=False)
+                continue
+            if StudyLock(slug).owner() is None:
+                break
+            _time.sleep(0.5)
 
 
 @cli.command()
@@ -256,6 +379,18 @@ def _render_history_table(frame) -> None:
         table.add_row(str(row["trial"]), state, speed, str(row["sizes_measured"]),
                       str(row["launches"]), f"{row['bench_seconds']:.1f}", escape(str(detail)))
     out.print(table)
+
+
+def parse_duration(text: str) -> float:
+    """90s, 45m, 2h, 1h30m, or plain seconds."""
+    match = re.fullmatch(r"\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s?)?\s*", text or "")
+    if not match or not any(match.groups()):
+        raise click.BadParameter(f"{text!r} is not a duration such as 90m or 2h")
+    hours, minutes, seconds = (int(g or 0) for g in match.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    if total <= 0:
+        raise click.BadParameter("must be positive")
+    return float(total)
 
 
 def _present(value: Any) -> bool:
@@ -429,8 +564,12 @@ def spaces_validate(path: str) -> None:
 # ----------------------------------------------------------------------------- entry point
 
 
+_ARGV: list[str] = []
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: every expected error is one line on stderr and a non-zero exit, no traceback."""
+    _ARGV[:] = list(sys.argv[1:] if argv is None else argv)
     try:
         cli.main(args=argv, prog_name="autotune", standalone_mode=False)
     except click.exceptions.Exit as exc:

@@ -22,6 +22,7 @@ import optuna
 from optuna.trial import TrialState
 
 from . import objective
+from .daemon import StopRequested as StopSignal
 from .errors import AutotuneError, InputError, LaunchFailure
 from .measure import LaunchFailed, LaunchRecord, MeasurementPlan, Measurer, PlannedLaunch
 from .probe import HostInfo
@@ -52,6 +53,8 @@ class RunSummary:
     baselines: list[BaselineLaunch] = field(default_factory=list)
     interrupted: bool = False
     stopped_because: str = ""  # why the run ended before its trials were done
+    skipped_known_invalid: int = 0
+    confirmation: Any = None  # confirm.Confirmation when the search ended normally
 
 
 class Events(Protocol):
@@ -61,6 +64,9 @@ class Events(Protocol):
     def trial_finished(self, outcome: TrialOutcome, best: TrialOutcome | None) -> None: ...
     def baseline_finished(self, launch: BaselineLaunch) -> None: ...
     def launch_finished(self, record: LaunchRecord, total: int) -> None: ...
+    def paused(self, reason: str, seconds: float) -> None: ...
+    def confirming(self, candidates: int, rounds: int, skipped: str = "") -> None: ...
+    def confirmed(self, confirmation: Any) -> None: ...
 
 
 class NullEvents:
@@ -68,6 +74,9 @@ class NullEvents:
     def trial_finished(self, outcome, best): pass
     def baseline_finished(self, launch): pass
     def launch_finished(self, record, total): pass
+    def paused(self, reason, seconds): pass
+    def confirming(self, candidates, rounds, skipped=""): pass
+    def confirmed(self, confirmation): pass
 
 
 def make_sampler(seed: int | None, fixed: dict[str, Any] | None = None) -> optuna.samplers.BaseSampler:
@@ -89,6 +98,38 @@ def make_pruner(prune_after_launches: int, p_threshold: float) -> optuna.pruners
     """
     return optuna.pruners.WilcoxonPruner(p_threshold=p_threshold,
                                          n_startup_steps=max(2, prune_after_launches))
+
+
+RUN_ATTR = "autotune.run"
+
+
+def params_key(params: dict[str, Any]) -> tuple:
+    return tuple(sorted((k, str(v)) for k, v in params.items()))
+
+
+def known_invalid_params(study: optuna.Study) -> dict[tuple, int]:
+    """Params that made MPI refuse the configuration: never launched again."""
+    return {params_key(t.params): t.number for t in study.get_trials(deepcopy=False)
+            if t.state == TrialState.FAIL and t.user_attrs.get("fail_reason") == "config"
+            and not t.user_attrs.get("skipped")}
+
+
+def recover_abandoned(study: optuna.Study) -> list[int]:
+    """Trials left RUNNING by an owner that died (the caller holds the study lock, so nobody else
+    runs them): mark them failed, and queue their params again once."""
+    recovered = []
+    storage = study._storage  # noqa: SLF001 - the public Study API cannot touch other trials' attrs
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        storage.set_trial_user_attr(trial._trial_id, "fail_reason", "abandoned")  # noqa: SLF001
+        storage.set_trial_user_attr(trial._trial_id, "fail_detail",  # noqa: SLF001
+                                    "left running by a process that died (killed or crashed)")
+        study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
+        if trial.user_attrs.get("requeue_reason") != "abandoned":
+            study.enqueue_trial(dict(trial.params), user_attrs={
+                "requeued_from": trial.number, "requeue_reason": "abandoned",
+                "is_default": bool(trial.user_attrs.get("is_default"))})
+        recovered.append(trial.number)
+    return recovered
 
 
 def enqueue_default(study: optuna.Study, default_params: dict[str, Any]) -> bool:
@@ -135,7 +176,10 @@ class Controller:
     def __init__(self, study: optuna.Study, space: SearchSpace, config: StudyConfig,
                  measurer: Measurer, host: HostInfo, *, baseline_every: int = 1,
                  prune: bool = True, seed: int | None = None, events: Events | None = None,
-                 context_values: dict[str, Any] | None = None) -> None:
+                 context_values: dict[str, Any] | None = None,
+                 fingerprint: dict[str, Any] | None = None, confirm_top: int = 0,
+                 confirm_rounds: int = 5, infra_retries: int = 2,
+                 infra_pause_after: int = 5, infra_pause_seconds: float = 300.0) -> None:
         self.study = study
         self.space = space
         self.config = config
@@ -155,6 +199,15 @@ class Controller:
         self.default_settings = space.settings(self.default_params, self.ctx)
         self.summary = RunSummary()
         self.stop_requested = False
+        self.fingerprint = dict(fingerprint or {})
+        self.confirm_top = confirm_top
+        self.confirm_rounds = confirm_rounds
+        self.seed = seed
+        self.infra_retries = infra_retries
+        self.infra_pause_after = infra_pause_after
+        self.infra_pause_seconds = infra_pause_seconds
+        self.infra_in_a_row = 0
+        self.known_invalid = known_invalid_params(study)
 
     # ------------------------------------------------------------------ setup
 
@@ -163,19 +216,66 @@ class Controller:
 
     # ------------------------------------------------------------------ loop
 
-    def run(self, n_trials: int) -> RunSummary:
+    def run(self, n_trials: int, deadline: float | None = None) -> RunSummary:
+        """Run up to n_trials; stop launching when the next trial would not end before `deadline`
+        (unix time); on a stop signal or Ctrl-C, fail and re-queue the running trial."""
         summary = self.summary
         self.enqueue_default()
+        self.study.set_user_attr(RUN_ATTR, {"run_id": self.run_id, "trials_planned": n_trials,
+                                            "started": time.time(), "deadline": deadline})
         try:
             for _ in range(n_trials):
                 if self.stop_requested:
                     break
+                if deadline is not None and time.time() + self.next_trial_estimate() > deadline:
+                    summary.stopped_because = "time budget: the next trial would not finish in time"
+                    break
                 summary.outcomes.append(self.run_trial())
-        except KeyboardInterrupt:
+                self.pause_if_infrastructure_keeps_failing()
+            self.run_confirmation(deadline)
+        except (KeyboardInterrupt, StopSignal) as exc:
             summary.interrupted = True
+            summary.stopped_because = f"stopped by {exc.__class__.__name__ if isinstance(exc, KeyboardInterrupt) else exc}"
         except BaselineFailed as exc:
             summary.stopped_because = str(exc)
         return summary
+
+    def run_confirmation(self, deadline: float | None) -> None:
+        """Re-measure the best few against the default (see confirm.py), if time allows."""
+        if self.confirm_top <= 0:
+            return
+        from .confirm import confirm, top_candidates
+
+        count = len(top_candidates(self.study, self.confirm_top))
+        if not count:
+            return
+        per_launch = self.next_trial_estimate() / max(1, 2 * len(self.plan.launches()))
+        needed = per_launch * 2 * count * self.confirm_rounds * len(self.plan.blocks())
+        if deadline is not None and time.time() + needed > deadline:
+            self.events.confirming(count, self.confirm_rounds, skipped="not enough time left")
+            return
+        self.events.confirming(count, self.confirm_rounds)
+        self.summary.confirmation = confirm(self.study, self.measurer, self.default_settings,
+                                            self.config.weights, self.confirm_top,
+                                            self.confirm_rounds, self.seed)
+        self.events.confirmed(self.summary.confirmation)
+
+    def next_trial_estimate(self) -> float:
+        """Seconds the next trial may take: the longest of the recent ones (a full trial at most)."""
+        recent = [o.wall_seconds for o in self.summary.outcomes[-10:] if o.state == "COMPLETE"]
+        if recent:
+            return max(recent)
+        launches = len(self.plan.launches()) * 2  # with the interleaved default launches
+        return launches * (1.0 + self.plan.time_per_size * 4 * len(self.plan.sizes) / len(self.plan.blocks()))
+
+    def pause_if_infrastructure_keeps_failing(self) -> None:
+        if self.infra_in_a_row < self.infra_pause_after:
+            return
+        reason = (f"{self.infra_in_a_row} trials in a row failed for infrastructure reasons (nodes, "
+                  f"launcher); pausing {self.infra_pause_seconds:.0f} s before trying again")
+        self.events.paused(reason, self.infra_pause_seconds)
+        time.sleep(self.infra_pause_seconds)
+        self.infra_in_a_row = 0
 
     def _seed(self) -> int:
         return self.rng.randrange(2**31)
@@ -206,23 +306,40 @@ class Controller:
 
     def run_trial(self) -> TrialOutcome:
         t_start = time.perf_counter()
-        trial = self.study.ask()
+        for _ in range(100):
+            trial = self.study.ask()
+            try:
+                params = self._suggest(trial)
+                key = params_key(params)
+                if key not in self.known_invalid:
+                    break
+                # an invalid configuration fails the same way every time: never launch it again
+                trial.set_user_attr("fail_reason", "config")
+                trial.set_user_attr("fail_detail", "same parameters as invalid trial "
+                                    f"{self.known_invalid[key]}; not launched again")
+                trial.set_user_attr("skipped", True)
+                self.study.tell(trial, state=TrialState.FAIL)
+                self.summary.skipped_known_invalid += 1
+            except BaseException:
+                self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+                raise
         try:
-            return self._run_asked(trial, t_start)
+            return self._run_asked(trial, params, t_start)
         except BaseException:
-            # whatever went wrong (Ctrl-C in the sampler, a storage error), never leave it RUNNING
+            # whatever went wrong (a stop signal in the sampler, a storage error), never leave it RUNNING
             self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
             raise
 
-    def _run_asked(self, trial: optuna.Trial, t_start: float) -> TrialOutcome:
-        t0 = time.perf_counter()
+    def _suggest(self, trial: optuna.Trial) -> dict[str, Any]:
         try:
-            params = self.space.suggest(trial, self.ctx)
+            return self.space.suggest(trial, self.ctx)
         except ValueError as exc:  # optuna: a parameter's distribution differs from earlier trials
-            self.study.tell(trial, state=TrialState.FAIL)
             raise InputError(f"the search space {self.space.name!r} no longer matches the trials "
                              f"of study {self.study.study_name!r} ({exc}); start a new study "
                              "with --study NAME") from None
+
+    def _run_asked(self, trial: optuna.Trial, params: dict[str, Any], t_start: float) -> TrialOutcome:
+        t0 = time.perf_counter()
         is_default = bool(trial.user_attrs.get("is_default")) or params == self.default_params
         overhead = time.perf_counter() - t0
         self.events.trial_started(trial.number, params, is_default)
@@ -233,9 +350,9 @@ class Controller:
         try:
             measured.settings = self.space.settings(params, self.ctx)
             self._measure(trial, measured, prunable=self.prune and not is_default)
-        except KeyboardInterrupt as exc:
+        except (KeyboardInterrupt, StopSignal) as exc:
             fatal = exc
-            measured.failure = LaunchFailure("interrupted", "stopped by the user")
+            measured.failure = LaunchFailure("interrupted", f"stopped by {exc.__class__.__name__ if isinstance(exc, KeyboardInterrupt) else exc}")
         except BaselineFailed as exc:
             fatal = exc
             measured.failure = LaunchFailure("baseline", str(exc).splitlines()[0])
@@ -256,6 +373,10 @@ class Controller:
         except KeyboardInterrupt:
             self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
             raise
+        if measured.failure is not None:
+            self._after_failure(trial, params, outcome, measured.failure)
+        else:
+            self.infra_in_a_row = 0
         best = self.best_outcome()
         outcome.controller_seconds = overhead + time.perf_counter() - t0
         outcome.wall_seconds = time.perf_counter() - t_start
@@ -264,6 +385,21 @@ class Controller:
             raise fatal
         return outcome
 
+    def _after_failure(self, trial: optuna.Trial, params: dict[str, Any], outcome: TrialOutcome,
+                       failure: LaunchFailure) -> None:
+        """What a failure class means for what happens next."""
+        if failure.reason == "config":
+            self.known_invalid[params_key(params)] = trial.number
+        if failure.reason == "infrastructure":
+            self.infra_in_a_row += 1
+        else:
+            self.infra_in_a_row = 0
+        if failure.reason == "interrupted":
+            # not the configuration's fault: run it again next time
+            self.study.enqueue_trial(params, user_attrs={"requeued_from": trial.number,
+                                                         "requeue_reason": "interrupted",
+                                                         "is_default": outcome.is_default})
+
     def _measure(self, trial: optuna.Trial, measured: "_Measured", prunable: bool) -> None:
         """Launch by launch, with due baseline launches first; report each launch; prune."""
         assert measured.settings is not None
@@ -271,12 +407,17 @@ class Controller:
         for planned in planned_launches:
             measured.baseline_launches += self.refresh_baseline(planned)
             paired = self.baseline.latest[planned.block]  # the default launch nearest before
-            try:
-                record = self.measurer.run_launch(measured.settings, planned, self._seed())
-            except LaunchFailed as exc:
-                measured.records.append(exc.record)
-                measured.failure = exc
-                return
+            record = None
+            for attempt in range(self.infra_retries + 1):
+                try:
+                    record = self.measurer.run_launch(measured.settings, planned, self._seed())
+                    break
+                except LaunchFailed as exc:
+                    measured.records.append(exc.record)
+                    if exc.reason != "infrastructure" or attempt == self.infra_retries:
+                        measured.failure = exc
+                        return
+            assert record is not None
             measured.records.append(record)
             self.baseline.candidate_launched(planned.block)
             self.events.launch_finished(record, len(planned_launches))
@@ -310,6 +451,7 @@ class Controller:
             "run_id": self.run_id,
             "host": self.host.to_dict(),
             "context": self.context_values,
+            "fingerprint": self.fingerprint,
             "settings": _settings_dict(measured.settings) if measured.settings else {},
             "raw_us": {str(s): v for s, v in raw.items()},
             "launches": [r.to_dict() for r in measured.records],

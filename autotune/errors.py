@@ -26,7 +26,8 @@ class EnvironmentProblem(AutotuneError):
 
 
 class LaunchFailure(AutotuneError):
-    """One benchmark launch failed; the trial fails with `reason`, the study goes on."""
+    """One benchmark launch failed; the trial fails with `reason` (timeout, config, crash,
+    infrastructure, interrupted), the study goes on."""
 
     def __init__(self, reason: str, detail: str = "", stderr_tail: str = "") -> None:
         super().__init__(f"{reason}: {detail}" if detail else reason)
@@ -36,7 +37,7 @@ class LaunchFailure(AutotuneError):
 
 
 class BenchmarkOutputError(LaunchFailure):
-    """The benchmark ran but its output is missing, truncated or malformed."""
+    """The benchmark ran but its output is missing, truncated or malformed: a crash of the run."""
 
     def __init__(self, detail: str, stderr_tail: str = "") -> None:
-        super().__init__("bad-output", detail, stderr_tail)
+        super().__init__("crash", f"benchmark output: {detail}", stderr_tail)

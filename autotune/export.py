@@ -35,6 +35,8 @@ class BestConfig:
     context: dict
     config: StudyConfig | None
     n_complete: int
+    confirmed: bool = False
+    confirmed_speedup: tuple[float, float, float] | None = None  # speedup, CI low, CI high
 
 
 def best_config(study: optuna.Study) -> BestConfig:
@@ -42,6 +44,16 @@ def best_config(study: optuna.Study) -> BestConfig:
     if not complete:
         raise InputError(f"study {study.study_name!r} has no completed trial yet")
     best = study.best_trial
+    confirmation = study.user_attrs.get("autotune.confirmation")
+    interval = None
+    if confirmation:
+        chosen = confirmation.get("best_trial")
+        if chosen is None:  # confirmed: nothing beats the default
+            best = next((t for t in complete if t.user_attrs.get("is_default")), best)
+        else:
+            best = study.trials[chosen]
+            cand = next(c for c in confirmation["candidates"] if c["trial"] == chosen)
+            interval = (cand["speedup"], *cand["speedup_interval"])
     settings = best.user_attrs.get("settings") or {}
     return BestConfig(study=study.study_name, trial=best.number, value=float(best.value),
                       speedup=float(best.user_attrs.get("speedup", 0.0)),
@@ -50,7 +62,8 @@ def best_config(study: optuna.Study) -> BestConfig:
                       mpirun_args=tuple(settings.get("mpirun_args", [])),
                       host=dict(best.user_attrs.get("host") or {}),
                       context=dict(best.user_attrs.get("context") or {}), config=stored_config(study),
-                      n_complete=len(complete))
+                      n_complete=len(complete), confirmed=confirmation is not None,
+                      confirmed_speedup=interval)
 
 
 def describe_sizes(config: StudyConfig | None) -> str:
@@ -76,27 +89,15 @@ def check_exportable(best: BestConfig) -> None:
                            f"safe to export: {exc}") from None
 
 
+def _printable(value: object) -> str:
+    """Header fields come from storage and user input: one line of printable text, always."""
+    return "".join(c if c.isprintable() else "?" for c in str(value))
+
+
 def env_file(best: BestConfig, now: dt.datetime | None = None) -> str:
     check_exportable(best)
     now = now or dt.datetime.now(dt.timezone.utc)
-    config = best.config
-    lines = [
-        f"# autotune: best configuration of study {best.study}",
-        f"# exported {now.strftime('%Y-%m-%d %H:%M:%S %Z')}",
-    ]
-    if config:
-        lines.append(f"# {config.collective} on {config.nodes} node(s) x {config.ppn} ranks per node, "
-                     f"space {config.space}")
-        lines.append(f"# scored over {describe_sizes(config)}, weights: {config.weights_source}")
-    lines.append(f"# best of {best.n_complete} completed trials: trial {best.trial}, measured speedup "
-                 f"{best.speedup:.3f}x over the default (weighted mean log-ratio {best.value:+.4f})")
-    if best.is_default:
-        lines.append("# The default configuration was the best measured: no candidate beat it. "
-                     "The lines below only restate it.")
-    if best.host:
-        lines.append(f"# measured on {best.host.get('host', '?')}: {best.host.get('mpi', '?')}, "
-                     f"UCX {best.host.get('ucx') or 'n/a'}, {best.host.get('cpu_model', '?')}"
-                     + "".join(f", {k}={v}" for k, v in best.context.items()))
+    lines = _header(best, now)
     for name, value in sorted(best.env.items()):
         lines.append(f"export {name}={shlex.quote(value)}")
     for name, value in sorted(best.mca.items()):
@@ -109,6 +110,34 @@ def env_file(best: BestConfig, now: dt.datetime | None = None) -> str:
                      f"mpirun ${MPIRUN_ARGS_VAR} ...")
         lines.append(f"export {MPIRUN_ARGS_VAR}={shlex.quote(' '.join(best.mpirun_args))}")
     return "\n".join(lines) + "\n"
+
+
+def _header(best: BestConfig, now: dt.datetime) -> list[str]:
+    config = best.config
+    p = _printable
+    lines = [
+        f"# autotune: best configuration of study {p(best.study)}",
+        f"# exported {now.strftime('%Y-%m-%d %H:%M:%S %Z')}",
+    ]
+    if config:
+        lines.append(f"# {p(config.collective)} on {config.nodes} node(s) x {config.ppn} ranks per "
+                     f"node, space {p(config.space)}")
+        lines.append(f"# scored over {describe_sizes(config)}, weights: {p(config.weights_source)}")
+    lines.append(f"# best of {best.n_complete} completed trials: trial {best.trial}, measured speedup "
+                 f"{best.speedup:.3f}x over the default (weighted mean log-ratio {best.value:+.4f})")
+    if best.confirmed_speedup:
+        speed, low, high = best.confirmed_speedup
+        lines.append(f"# confirmed against the default in interleaved rounds: speedup {speed:.3f}x "
+                     f"(95% CI {low:.3f}x..{high:.3f}x)")
+    if best.is_default:
+        lines.append("# The default configuration is the best: no candidate beat it"
+                     + (" beyond doubt in the confirmation" if best.confirmed else "")
+                     + ". The lines below only restate it.")
+    if best.host:
+        lines.append(f"# measured on {p(best.host.get('host', '?'))}: {p(best.host.get('mpi', '?'))}, "
+                     f"UCX {p(best.host.get('ucx') or 'n/a')}, {p(best.host.get('cpu_model', '?'))}"
+                     + "".join(f", {p(k)}={p(v)}" for k, v in best.context.items()))
+    return lines
 
 
 EXPORTERS = {"env": env_file}

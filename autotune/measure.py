@@ -133,19 +133,48 @@ class Measurer:
         return record
 
 
+# What stderr says about whose fault a failed launch is.
+INFRASTRUCTURE_SIGNS = (
+    "ORTE was unable to reliably start", "ORTE has lost communication", "ORTE daemon has unexpectedly",
+    "daemon did not report back", "was unable to launch", "No route to host", "Connection refused",
+    "Host key verification failed", "ssh:", "There are not enough slots", "srun: error",
+    "Unable to allocate resources", "could not execute", "cannot start the launcher",
+)
+CRASH_SIGNS = ("Segmentation fault", "signal 11", "exited on signal", "Bus error", "Traceback",
+               "core dumped", "Killed")
+CONFIG_SIGNS = (
+    "MPI_INIT failed", "MPI_Init", "PML add procs failed", "UCX  ERROR", "ucp_ep_create",
+    "invalid value", "not a valid", "No components were able to be opened",
+    "A requested component was not found", "unknown value", "Invalid value", "is not a known",
+    "mca_base_var", "could not be found in the system",
+)
+
+
 def classify_failure(result: RunResult) -> LaunchFailure | None:
-    """Why a finished launch cannot be used, or None when its output may be parsed."""
+    """Why a finished launch cannot be used, as a reason class, or None when its output may be
+    parsed. timeout: killed at the deadline. infrastructure: the launcher or a node failed, not
+    the configuration (retried). config: MPI refused the configuration (never retried). crash:
+    anything else that died, including garbage output."""
     tail = result.stderr_tail()
     if result.timed_out:
-        return LaunchFailure("timeout", f"no result after {result.seconds:.0f} s; process group killed",
+        return LaunchFailure("timeout", f"no result after {result.seconds:.0f} s; all processes killed",
                              tail)
+    if "spawn_error" in result.extra:
+        return LaunchFailure("infrastructure", f"cannot start {result.argv[0]}: "
+                             f"{result.extra['spawn_error']}", tail)
     if result.output_truncated:
         return BenchmarkOutputError("output larger than the capture limit", tail)
-    if result.returncode != 0:
-        cause = first_cause(result.stderr)
-        detail = f"mpirun exited with code {result.returncode}" + (f": {cause[:200]}" if cause else "")
-        return LaunchFailure("mpi-error", detail, tail)
-    return None
+    if result.returncode == 0:
+        return None
+    cause = first_cause(result.stderr)
+    detail = f"mpirun exited with code {result.returncode}" + (f": {cause[:200]}" if cause else "")
+    if any(sign in result.stderr for sign in INFRASTRUCTURE_SIGNS):
+        return LaunchFailure("infrastructure", detail, tail)
+    if (result.returncode or 0) < 0 or any(sign in result.stderr for sign in CRASH_SIGNS):
+        return LaunchFailure("crash", detail, tail)
+    if any(sign in result.stderr for sign in CONFIG_SIGNS):
+        return LaunchFailure("config", detail, tail)
+    return LaunchFailure("crash", detail, tail)
 
 
 _CAUSE_PATTERNS = (
@@ -169,21 +198,30 @@ def first_cause(stderr: str) -> str:
 
 
 def check_ucx_live(measurer: Measurer, settings: LaunchSettings) -> bool:
-    """Prove UCX variables reach UCX: with UCX_TLS=self two ranks cannot connect, so MPI_Init must
-    fail. If that launch runs fine, pml ucx is not in use and every UCX_* knob would be dead.
+    """Prove UCX variables reach UCX. Control: the default configuration must run. Probe: with
+    UCX_TLS=self two ranks cannot connect, so MPI_Init must fail, and with UCX's own complaint.
+    If the probe runs fine, pml ucx is not in use and every UCX_* knob would be dead.
     Returns False when the check cannot apply (a single rank)."""
     plan = measurer.plan
     if plan.nodes * plan.ppn < 2:
         return False
-    probe = LaunchSettings(env=tuple((k, v) for k, v in settings.env if k != "UCX_TLS")
-                           + (("UCX_TLS", "self"),), mca=settings.mca,
-                           mpirun_args=settings.mpirun_args)
     first = plan.launches()[0]
     launch = PlannedLaunch(index=0, block=0, rep=0, sizes=first.sizes[:1])
     try:
+        measurer.run_launch(settings, launch, seed=0)
+    except LaunchFailed as exc:
+        raise EnvironmentProblem(f"the default configuration does not run here ({exc})") from None
+    probe = LaunchSettings(env=tuple((k, v) for k, v in settings.env if k != "UCX_TLS")
+                           + (("UCX_TLS", "self"),), mca=settings.mca,
+                           mpirun_args=settings.mpirun_args)
+    try:
         measurer.run_launch(probe, launch, seed=0)
-    except LaunchFailed:
-        return True
+    except LaunchFailed as exc:
+        said = f"{exc.detail}\n{exc.stderr_tail}"
+        if any(sign in said for sign in ("UCX", "ucp_", "Destination is unreachable")):
+            return True
+        raise EnvironmentProblem(f"a launch with UCX_TLS=self failed, but not in UCX ({exc}); "
+                                 "cannot tell whether UCX knobs are live") from None
     raise EnvironmentProblem(
         "UCX settings have no effect here: a launch with UCX_TLS=self (which cannot connect two "
         "ranks) ran fine, so Open MPI is not using pml ucx. Check that the space forces "

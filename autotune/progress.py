@@ -76,3 +76,30 @@ class ProgressDisplay:
         drift = f", drift {launch.drift:+.3f}" if launch.drift else ""
         self.progress.update(self.launch_task, description=escape(
             f"baseline launch {launch.id} (default config, size block {launch.block}{drift})"))
+
+    def paused(self, reason: str, seconds: float) -> None:
+        self.console.print(f"[red]paused[/]: {escape(reason)}")
+
+    def confirming(self, candidates: int, rounds: int, skipped: str = "") -> None:
+        if skipped:
+            self.console.print(f"confirmation skipped: {escape(skipped)}")
+            return
+        self.console.print(f"confirming the best {candidates} against the default: {rounds} rounds, "
+                           "randomized order, each launch paired with a default launch")
+        self.progress.update(self.launch_task, description="confirmation", visible=False)
+
+    def confirmed(self, confirmation) -> None:
+        if confirmation is None:
+            return
+        for cand in confirmation.candidates:
+            if cand.failed:
+                self.console.print(f"  trial {cand.trial}: failed during confirmation ({escape(cand.failed)})")
+                continue
+            low, high = cand.speedup_interval()
+            self.console.print(f"  trial {cand.trial}: speedup {cand.speedup:.3f}x, 95% CI "
+                               f"{low:.3f}x..{high:.3f}x over {len(cand.round_scores)} rounds")
+        if confirmation.best_trial is None:
+            self.console.print("confirmed: no candidate is faster than the default beyond doubt; "
+                               "the default stays")
+        else:
+            self.console.print(f"confirmed best: trial {confirmation.best_trial}")

@@ -4,6 +4,13 @@ The CLI only parses arguments and prints what this returns."""
 
 from __future__ import annotations
 
+import datetime as dt
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,18 +18,23 @@ from typing import Any
 import optuna
 
 from .benchmarks.records import REDUCTION_ELEMENT_BYTES, REDUCTIONS
-from .controller import Controller, Events, enqueue_default, make_pruner, make_sampler
+from .controller import (Controller, Events, enqueue_default, make_pruner, make_sampler,
+                         recover_abandoned)
+from .daemon import Owner, StudyLock, log_path, study_slug
 from .errors import AutotuneError, EnvironmentProblem, InputError
 from .launch import LocalLauncher, MpichLauncher
 from .measure import MeasurementPlan, Measurer, check_ucx_live
 from .objective import load_weights, normalize_weights, uniform_weights
-from .probe import Capabilities, HostInfo, probe_capabilities, probe_host
-from .space import Removal, TrialContext, load_space, resolve
-from .storage import CONFIG_ATTR, StudyConfig, open_storage, stored_config
+from .probe import Capabilities, HostInfo, probe_capabilities, probe_host, usable_cores
+from .space import Removal, SearchSpace, TrialContext, load_space, resolve
+from .storage import CONFIG_ATTR, StudyConfig, default_storage_url, open_storage, stored_config
 from .units import format_size, parse_size_range
 from .warmstart import load_warm_start, select, to_params
 
 DEFAULT_SPACE = "openmpi-ucx+openmpi-tuned"
+FINGERPRINT_ATTR = "autotune.fingerprint"
+STUDY_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
+SLURM_END_MARGIN = 120.0  # stop launching this long before the job's end (Slurm sends SIGTERM)
 DEFAULT_SIZES = "8:1m"
 RESOLUTION_ATTR = "autotune.resolution"
 
@@ -48,6 +60,13 @@ class StartOptions:
     storage: str | None = None
     warm_start: str | None = None
     check_live: bool = True
+    time_budget: float | None = None  # seconds
+    new_study: bool = False
+    force: bool = False
+    timeout_floor: float = 60.0
+    infra_pause: float = 300.0
+    confirm_top: int = 3
+    confirm_rounds: int = 5
 
 
 @dataclass(frozen=True)
@@ -61,6 +80,7 @@ class SizesChoice:
 @dataclass
 class Session:
     study: optuna.Study
+    space: SearchSpace  # resolved against this machine
     config: StudyConfig
     plan: MeasurementPlan
     measurer: Measurer
@@ -73,11 +93,18 @@ class Session:
     notes: list[str] = field(default_factory=list)
     warm_started: list[str] = field(default_factory=list)
     ucx_live_checked: bool = False
+    recovered: list[int] = field(default_factory=list)
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    lock: StudyLock | None = None
+    deadline: float | None = None
 
     def controller(self, options: StartOptions, events: Events | None) -> Controller:
-        return Controller(self.study, self._space, self.config, self.measurer, self.host,
+        return Controller(self.study, self.space, self.config, self.measurer, self.host,
                           baseline_every=options.baseline_every, prune=options.prune,
-                          seed=options.seed, events=events, context_values=self.context_values)
+                          seed=options.seed, events=events, context_values=self.context_values,
+                          fingerprint=self.fingerprint,
+                          infra_pause_seconds=options.infra_pause,
+                          confirm_top=options.confirm_top, confirm_rounds=options.confirm_rounds)
 
 
 def choose_sizes(collective: str, sizes: tuple[int, ...] | None,
@@ -112,6 +139,42 @@ def _short(value: Any) -> str:
     return repr(value)
 
 
+def study_identity(options: StartOptions) -> tuple[str, str]:
+    """(study name, storage URL) that `start` with these options works on."""
+    space = load_space(options.space)
+    ppn = options.ppn or usable_cores()
+    name = options.study_name or f"{options.collective}-{options.nodes}n{ppn}p-{space.name}"
+    if not STUDY_NAME_RE.fullmatch(name):
+        raise InputError(f"invalid study name {name!r}: use letters, digits and . _ + - "
+                         "(at most 128 characters)")
+    return name, options.storage or default_storage_url()
+
+
+FINGERPRINT_STRICT = ("cpu_model", "mpi", "ucx")  # a change makes earlier scores incomparable
+
+
+def fingerprint_of(caps: Capabilities, host: HostInfo, config: StudyConfig) -> dict[str, Any]:
+    return {"nodes": config.nodes, "ppn": config.ppn, "collective": config.collective,
+            "space": config.space, "cpu_model": host.cpu_model, "mpi": caps.mpi,
+            "ucx": caps.ucx_version, "nps": caps.numa.nps, "hosts": [host.host]}
+
+
+def slurm_end_time() -> float | None:
+    """The Slurm job's end (unix time): SLURM_JOB_END_TIME, else squeue; None outside Slurm."""
+    value = os.environ.get("SLURM_JOB_END_TIME")
+    if value and value.isdigit():
+        return float(value)
+    job = os.environ.get("SLURM_JOB_ID")
+    if not job or not shutil.which("squeue"):
+        return None
+    try:
+        out = subprocess.run(["squeue", "-h", "-j", job, "-o", "%e"], capture_output=True,
+                             text=True, timeout=20).stdout.strip()
+        return dt.datetime.fromisoformat(out).timestamp()
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
 def prepare_session(options: StartOptions) -> Session:
     space = load_space(options.space)
     chosen = choose_sizes(options.collective, options.sizes, options.weights_file)
@@ -136,10 +199,26 @@ def prepare_session(options: StartOptions) -> Session:
                          repetitions=options.repetitions, stages=options.stages,
                          time_per_size=options.time_per_size, weights_source=chosen.weights_source,
                          space_digest=space.digest)
-    name = options.study_name or f"{options.collective}-{options.nodes}n{ppn}p-{space.name}"
+    name, storage_url = study_identity(options)
+    if options.new_study:
+        name = f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    lock = StudyLock(study_slug(storage_url, name))
+    lock.acquire(Owner(pid=os.getpid(), host=socket.gethostname(), started=time.time(), study=name,
+                       log=str(log_path(study_slug(storage_url, name)))))
+    try:
+        return _prepare_locked(options, space, chosen, launcher, host, ppn, caps, ctx, resolved,
+                               config, name, lock)
+    except BaseException:
+        lock.release()
+        raise
+
+
+def _prepare_locked(options, space, chosen, launcher, host, ppn, caps, ctx, resolved, config,
+                    name, lock) -> Session:
     plan = MeasurementPlan(collective=options.collective, nodes=options.nodes, ppn=ppn,
                            sizes=chosen.sizes, repetitions=options.repetitions,
-                           stages=options.stages, time_per_size=options.time_per_size)
+                           stages=options.stages, time_per_size=options.time_per_size,
+                           timeout_floor=options.timeout_floor)
     store = open_storage(options.storage)
     try:
         study = optuna.create_study(study_name=name, storage=store, direction="minimize",
@@ -169,11 +248,32 @@ def prepare_session(options: StartOptions) -> Session:
                               f"{_short(getattr(config, k))}" for k in diff[:2])
             raise InputError(f"study {name!r} was created with different {', '.join(diff)} "
                              f"({shown}); use --study NAME for a new study")
+    fingerprint = fingerprint_of(caps, host, config)
+    earlier = study.user_attrs.get(FINGERPRINT_ATTR)
+    if earlier and not options.force:
+        changed = [k for k in FINGERPRINT_STRICT if earlier.get(k) != fingerprint.get(k)]
+        if changed:
+            shown = "; ".join(f"{k}: {earlier.get(k)!r} then, {fingerprint.get(k)!r} now" for k in changed)
+            raise InputError(f"study {name!r} ran on a different machine ({shown}); its scores are not "
+                             "comparable with runs here. --new-study starts a fresh study, --force "
+                             "continues anyway")
+    study.set_user_attr(FINGERPRINT_ATTR, fingerprint)
+    recovered = recover_abandoned(study)
     measurer = Measurer(plan, launcher, oversubscribe=options.oversubscribe)
-    session = Session(study=study, config=config, plan=plan, measurer=measurer, host=host,
+    session = Session(study=study, space=resolved.space, config=config, plan=plan, measurer=measurer, host=host,
                       caps=caps, removed=resolved.removed, context_values=resolved.context_values,
-                      space_name=space.name, resumed_trials=len(study.trials))
-    session._space = resolved.space  # type: ignore[attr-defined]
+                      space_name=space.name, resumed_trials=len(study.trials), recovered=recovered,
+                      fingerprint=fingerprint, lock=lock)
+    if recovered:
+        notes.append(f"recovered trials {', '.join(map(str, recovered))} left running by a process "
+                     "that died: marked failed, their parameters queued again")
+    deadlines = []
+    if options.time_budget:
+        deadlines.append(time.time() + options.time_budget)
+    slurm_end = slurm_end_time()
+    if slurm_end:
+        deadlines.append(slurm_end - SLURM_END_MARGIN)
+    session.deadline = min(deadlines) if deadlines else None
     session.notes.extend(notes)
     if chosen.dropped:
         session.notes.append(f"{options.collective} reduces float32 elements; sizes that are not a "

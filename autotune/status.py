@@ -16,6 +16,12 @@ from .units import format_size
 @dataclass(frozen=True)
 class StudyStatus:
     study: str
+    alive: bool
+    pid: int | None
+    host: str | None
+    running_trial: int | None
+    running_params: dict | None
+    eta_seconds: float | None
     collective: str
     nodes: int
     ppn: int
@@ -32,13 +38,24 @@ class StudyStatus:
     last_baseline: str | None
     recent_drift: float | None  # mean drift of the last few default-config launches
     bench_seconds: float
+    confirmed_best_trial: int | None = None
+    best_speedup_ci: tuple[float, float] | None = None
+    confirmation: str = ""
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
     def render(self) -> str:
+        if self.alive:
+            daemon = f"running: pid {self.pid} on {self.host}"
+            if self.running_trial is not None:
+                daemon += f", trial {self.running_trial} in progress"
+            if self.eta_seconds is not None:
+                daemon += f", about {self.eta_seconds / 60:.0f} min left"
+        else:
+            daemon = "not running"
         lines = [f"study {self.study}: {self.collective} on {self.nodes} node x {self.ppn} ranks, "
-                 f"{self.sizes}",
+                 f"{self.sizes}", daemon,
                  f"trials: {self.trials_complete} complete, {self.trials_pruned} pruned, "
                  f"{self.trials_failed} failed, {self.trials_running} running "
                  f"({self.bench_seconds:.0f} s of benchmarks)"]
@@ -47,6 +64,8 @@ class StudyStatus:
         elif self.best_speedup is not None:
             lines.append(f"best: trial {self.best_trial}, speedup {self.best_speedup:.3f}x over "
                          "the default")
+        if self.confirmation:
+            lines.append(self.confirmation)
         if self.default_speedup is not None:
             lines.append(f"default trial vs its baseline: {self.default_speedup:.3f}x "
                          "(distance from 1 = noise floor)")
@@ -58,8 +77,23 @@ class StudyStatus:
         return "\n".join(lines)
 
 
-def study_status(study: optuna.Study) -> StudyStatus:
+def study_status(study: optuna.Study, storage_url: str | None = None) -> StudyStatus:
+    from .daemon import StudyLock, study_slug
+    from .storage import default_storage_url
+
+    owner = StudyLock(study_slug(storage_url or default_storage_url(), study.study_name)).owner()
     trials = study.get_trials(deepcopy=False)
+    running = [t for t in trials if t.state == TrialState.RUNNING]
+    run = study.user_attrs.get("autotune.run") or {}
+    eta = None
+    if owner and run:
+        mine = [t for t in trials if t.user_attrs.get("run_id") == run.get("run_id")
+                and t.datetime_complete and t.datetime_start and not t.user_attrs.get("skipped")]
+        if mine:
+            mean = sum((t.datetime_complete - t.datetime_start).total_seconds() for t in mine) / len(mine)
+            eta = max(0, run.get("trials_planned", 0) - len(mine)) * mean
+            if run.get("deadline"):
+                eta = min(eta, max(0.0, run["deadline"] - dt.datetime.now().timestamp()))
     by_state = {s: sum(1 for t in trials if t.state == s) for s in TrialState}
     config = stored_config(study)
     best = None
@@ -70,8 +104,28 @@ def study_status(study: optuna.Study) -> StudyStatus:
     baselines = load_baselines(study)
     last = baselines[-1] if baselines else None
     recent = [b.drift for b in baselines[-5:] if b.drift is not None]
+    confirmation = study.user_attrs.get("autotune.confirmation")
+    confirmed_best, ci, conf_line = None, None, ""
+    if confirmation:
+        confirmed_best = confirmation.get("best_trial")
+        if confirmed_best is None:
+            conf_line = "confirmed: no candidate is faster than the default beyond doubt"
+        else:
+            cand = next(c for c in confirmation["candidates"] if c["trial"] == confirmed_best)
+            ci = tuple(cand["speedup_interval"])
+            conf_line = (f"confirmed best: trial {confirmed_best}, speedup {cand['speedup']:.3f}x "
+                         f"(95% CI {ci[0]:.3f}x..{ci[1]:.3f}x)")
     return StudyStatus(
+        confirmed_best_trial=confirmed_best,
+        best_speedup_ci=ci,
+        confirmation=conf_line,
         study=study.study_name,
+        alive=owner is not None,
+        pid=owner.pid if owner else None,
+        host=owner.host if owner else None,
+        running_trial=running[-1].number if running else None,
+        running_params=dict(running[-1].params) if running else None,
+        eta_seconds=eta,
         collective=config.collective if config else "?",
         nodes=config.nodes if config else 0,
         ppn=config.ppn if config else 0,

@@ -9,6 +9,7 @@ from typing import Any
 
 from .errors import InputError, SpaceError
 from .space import SearchSpace, TrialContext
+from .space._model import is_choice
 from .space._load import _parse_yaml
 
 SHIPPED = Path(__file__).resolve().parent.parent / "search_spaces" / "warm-start"
@@ -92,7 +93,7 @@ def to_params(config: WarmConfig, space: SearchSpace, ctx: TrialContext,
             if not isinstance(value, int) or not p.low <= value <= p.high:
                 dropped.append(f"{p.name}={value}")
                 value = p.default
-        elif value not in p.choices:
+        elif not is_choice(value, p.choices):
             dropped.append(f"{p.name}={value} (not possible here)")
             value = p.default
         params[p.name] = value

@@ -27,6 +27,7 @@ def test_malicious_cli_values_are_refused_before_any_launch(autotune_cli):
         (["--space", "openmpi-ucx;id"], "unknown search space"),
         (["--space", "-x"], "unknown search space"),
         (["--weights", "\x01"], "cannot read weights file"),
+        (["--study", "s\ntouch x"], "invalid study name"),
         (["--warm-start", "../../etc/passwd"], "not found"),
     ]:
         proc = autotune_cli("start", "--collective", "allreduce", "--foreground", *args)

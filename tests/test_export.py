@@ -30,3 +30,13 @@ def test_env_file_exports_env_mca_and_mpirun_args():
 def test_unsafe_stored_settings_are_not_exported(overrides):
     with pytest.raises(StorageError, match="not safe to export"):
         env_file(best(**overrides))
+
+
+def test_header_fields_cannot_break_out_of_their_comment():
+    text = env_file(best(study="s\ntouch /tmp/pwned", context={"NPS": "1\necho hi"}))
+    assert all(line.startswith(("#", "export ")) for line in text.splitlines())
+
+
+def test_trailing_newline_in_a_stored_name_is_refused():
+    with pytest.raises(StorageError):
+        env_file(best(env={"UCX_TLS\n": "all"}))

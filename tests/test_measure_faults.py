@@ -48,12 +48,30 @@ def test_hang_is_a_timeout_and_the_whole_group_is_killed(monkeypatch, tmp_path):
     assert not any(alive(pid) for pid in pids), "mpirun or its child survived the timeout"
 
 
-def test_crash_is_an_mpi_error_with_stderr(monkeypatch):
-    failure = run(monkeypatch, "crash")
-    assert failure.reason == "mpi-error"
+def test_invalid_configuration_is_a_config_failure_with_stderr(monkeypatch):
+    failure = run(monkeypatch, "init-error")
+    assert failure.reason == "config"
     assert "exited with code 1" in failure.detail
     assert "Destination is unreachable" in failure.stderr_tail
     assert failure.record.returncode == 1 and failure.record.argv[0] == FAKE
+
+
+@pytest.mark.parametrize("mode, reason", [
+    ("segfault", "crash"),
+    ("abort", "config"),
+    ("infra", "infrastructure"),
+])
+def test_failure_classes(monkeypatch, mode, reason):
+    assert run(monkeypatch, mode).reason == reason
+
+
+def test_missing_mpirun_is_infrastructure(tmp_path):
+    plan = MeasurementPlan(collective="allreduce", nodes=1, ppn=2, sizes=(8,), repetitions=3,
+                           stages=1, time_per_size=0.01)
+    m = Measurer(plan, LocalLauncher(mpirun=str(tmp_path / "no-mpirun")))
+    with pytest.raises(LaunchFailed) as info:
+        m.run_launch(LaunchSettings(), plan.launches()[0], seed=1)
+    assert info.value.reason == "infrastructure" and "cannot start" in info.value.detail
 
 
 @pytest.mark.parametrize("mode, detail", [
@@ -64,7 +82,7 @@ def test_crash_is_an_mpi_error_with_stderr(monkeypatch):
 ])
 def test_bad_output_is_a_failed_launch(monkeypatch, mode, detail):
     failure = run(monkeypatch, mode)
-    assert failure.reason == "bad-output"
+    assert failure.reason == "crash"
     assert detail in failure.detail
 
 

@@ -3,6 +3,7 @@ environment; on exit or timeout every process of the session is gone."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -84,14 +85,32 @@ def launch_environment(extra: dict[str, str]) -> tuple[dict[str, str], list[str]
     return env, dropped
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGTERM if autotune dies (even by SIGKILL), so mpirun cleans
+    up its ranks instead of running on as an orphan."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
 def run_command(command: Command, timeout: float) -> RunResult:
     """Start argv (no shell) in a new session; output goes to temp files so a flood cannot block."""
     env, dropped = launch_environment(dict(command.env))
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.time()
         t0 = time.monotonic()
-        proc = subprocess.Popen(list(command.argv), stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=err, env=env, start_new_session=True)
+        try:
+            proc = subprocess.Popen(list(command.argv), stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=err, env=env, start_new_session=True,
+                                    preexec_fn=_die_with_parent)
+        except OSError as exc:
+            return RunResult(argv=command.argv, returncode=None, stdout="", stderr=str(exc),
+                             seconds=time.monotonic() - t0, started=started,
+                             extra={"spawn_error": exc.strerror or str(exc)})
         timed_out = False
         try:
             proc.wait(timeout=timeout)

@@ -39,7 +39,8 @@ MCA_FRAMEWORKS = ("coll", "btl", "pml", "mtl", "osc")  # component selection: `-
 # ...and never one that loads code, runs a command, writes a file or redirects the launch.
 DENIED_ENV = re.compile(
     r"(FILE|PATH|DIR|DEST|LIB|PRELOAD|COMMAND|CMD|EXEC|LOG|STATS|DEBUG|TRACE|MAIL|GDB|MODULE|"
-    r"HANDLE_ERRORS|PROFILE|HYDRA|PMI|BOOTSTRAP|LAUNCH|TMP|OUTPUT|ENV_DISPLAY)")
+    r"HANDLE_ERRORS|PROFILE|HYDRA|PMI|BOOTSTRAP|LAUNCH|TMP|OUTPUT|ENV_DISPLAY|GTOOL|TUNING|DUMP|"
+    r"BIN|SCRIPT|HOOK|PLUGIN|PROVIDER)")
 DENIED_MCA = re.compile(
     r"(file|path|dir|prefix|agent|exec|cmd|command|xterm|debug|tmp|output|log|verbose|report|uri|"
     r"server|launch|wrapper|base_param|stats|dump)")
@@ -194,21 +195,21 @@ def check_name(apply: str, name: Any, where: str) -> str:
     if not isinstance(name, str):
         raise SpaceError(f"{where}: name: must be a string")
     if apply == "env":
-        if not ENV_NAME_RE.match(name):
+        if not ENV_NAME_RE.fullmatch(name):
             raise SpaceError(f"{where}: {name!r} is not a valid environment variable name")
         if not name.startswith(ENV_PREFIXES) or DENIED_ENV.search(name[name.index("_"):]):
             raise SpaceError(f"{where}: {name} may not be set by a search space (allowed: "
                              f"{', '.join(p + '*' for p in ENV_PREFIXES)} without file, path, log, "
                              "debug or command variables)")
     elif apply == "mca":
-        if not MCA_NAME_RE.match(name):
+        if not MCA_NAME_RE.fullmatch(name):
             raise SpaceError(f"{where}: {name!r} is not a valid MCA parameter name")
         if not (name.startswith(MCA_PREFIXES) or name in MCA_FRAMEWORKS) or DENIED_MCA.search(name):
             raise SpaceError(f"{where}: {name} may not be set by a search space (allowed: "
                              f"{', '.join(p + '*' for p in MCA_PREFIXES)} without file, path, "
                              "agent, debug or output parameters)")
     elif apply in ("mpirun", "template", "context"):
-        if not PARAM_NAME_RE.match(name):
+        if not PARAM_NAME_RE.fullmatch(name):
             raise SpaceError(f"{where}: {name!r} is not a valid parameter name")
     else:
         raise SpaceError(f"{where}: apply: must be one of {', '.join(APPLY_KINDS)}, not {apply!r}")
@@ -237,7 +238,7 @@ def check_args(args: Any, where: str) -> tuple[str, ...]:
                 raise SpaceError(f"{where}: {option} needs a value")
             value = args[i + 1]
             i += 1
-        if not pattern.match(value) or value.startswith("-"):
+        if not pattern.fullmatch(value) or value.startswith("-"):
             raise SpaceError(f"{where}: value {value!r} of {option} has unsafe characters")
         i += 1
     return tuple(args)

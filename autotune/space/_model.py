@@ -177,7 +177,7 @@ class SearchSpace:
             if p.type == "int":
                 if not isinstance(value, int) or not p.low <= value <= p.high:
                     raise SpaceError(f"{self.name}: {p.name}={value!r} outside {p.low}..{p.high}")
-            elif value not in p.choices:
+            elif not is_choice(value, p.choices):
                 raise SpaceError(f"{self.name}: {p.name}={value!r} is not one of its choices")
             texts[p.name] = p.format_value(value)
             if value == UNSET and p.apply in ("env", "mca"):
@@ -211,8 +211,13 @@ class SearchSpace:
         return replace(self, parameters=tuple(params))
 
 
+def is_choice(value: Any, choices: tuple[Any, ...]) -> bool:
+    """Membership with types: True == 1 and 1.0 == 1 in Python, but not here."""
+    return any(type(value) is type(c) and value == c for c in choices)
+
+
 def check_value(where: str, name: str, text: str) -> None:
-    if not VALUE_RE.match(text):
+    if not VALUE_RE.fullmatch(text):
         raise SpaceError(f"{where}: value {text!r} of {name} has characters outside "
                          "[A-Za-z0-9_.,:+*-] or starts with '-'")
 

@@ -21,6 +21,8 @@ def test_mpich_space_gives_genv_arguments():
     genv = {argv[i + 1]: argv[i + 2] for i, a in enumerate(argv) if a == "-genv"}
     assert genv == {"MPIR_CVAR_DEVICE_COLLECTIVES": "none", "MPIR_CVAR_ENABLE_SMP_COLLECTIVES": "1",
                     "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "recursive_doubling"}
+    defaults = space.defaults(ctx)  # MPICH 4.x defaults; algorithms only matter without device colls
+    assert defaults == {"MPIR_CVAR_DEVICE_COLLECTIVES": "percoll", "MPIR_CVAR_ENABLE_SMP_COLLECTIVES": 1}
     assert argv[-3:] == ["python3", "-m", "bench"]
     assert "--mca" not in argv
 

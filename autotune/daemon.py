@@ -1,0 +1,175 @@
+"""Run a study unattended: detach, one owner per study (a lock that dies with its owner), signals
+that stop cleanly, and the files a user looks at (pid/owner, log) under $AUTOTUNE_HOME."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .errors import AutotuneError
+from .storage import autotune_home
+
+
+class StopRequested(BaseException):
+    """SIGTERM/SIGINT/SIGHUP: stop launching, fail and re-queue the running trial, exit 0.
+    A BaseException, like KeyboardInterrupt, so no `except Exception` swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class AlreadyRunning(AutotuneError):
+    exit_code = 3
+
+
+@dataclass(frozen=True)
+class Owner:
+    pid: int
+    host: str
+    started: float
+    study: str
+    log: str
+
+    def alive(self) -> bool:
+        if self.host != socket.gethostname():
+            return True  # cannot check another host; the lock says it is held
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
+def study_slug(storage_url: str, study: str) -> str:
+    """A file-name-safe key per (storage, study): readable prefix plus a hash of both."""
+    digest = hashlib.sha256(f"{storage_url}\0{study}".encode()).hexdigest()[:10]
+    return f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', study)[:60]}-{digest}"
+
+
+def run_dir() -> Path:
+    path = autotune_home() / "run"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def log_path(slug: str) -> Path:
+    path = autotune_home() / "logs"
+    path.mkdir(parents=True, exist_ok=True)
+    return path / f"{slug}.log"
+
+
+class StudyLock:
+    """An exclusive flock on run/<slug>.lock. The kernel drops it when the owner dies, however it
+    dies, so a lock left by a dead owner is free at once. The file also names the owner."""
+
+    def __init__(self, slug: str) -> None:
+        self.path = run_dir() / f"{slug}.lock"
+        self._fd: int | None = None
+
+    def acquire(self, owner: Owner) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            current = self.owner()
+            who = f"pid {current.pid} on {current.host}" if current else "another process"
+            raise AlreadyRunning(f"study {owner.study!r} is already running ({who}); "
+                                 "`autotune stop` ends it, `autotune status` shows it") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps(asdict(owner)).encode())
+        os.fsync(fd)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            os.close(self._fd)
+            self._fd = None
+
+    def owner(self) -> Owner | None:
+        """The process holding the lock, or None when nobody holds it (a stale file is ignored)."""
+        if not self.path.exists():
+            return None
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                return None  # nobody holds it
+            except BlockingIOError:
+                pass
+            text = os.read(fd, 65536).decode(errors="replace")
+        finally:
+            os.close(fd)
+        try:
+            return Owner(**json.loads(text))
+        except (ValueError, TypeError):
+            return None
+
+
+def install_stop_handlers() -> None:
+    """The first SIGTERM/SIGINT/SIGHUP raises StopRequested where the program is; later ones are
+    ignored so cleanup (killing the benchmark, storing the trial) is not interrupted."""
+
+    def handler(signum: int, _frame) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        raise StopRequested(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
+def detach(argv: list[str], slug: str, study: str, wait: float = 30.0) -> Owner:
+    """Start `autotune <argv> --foreground` in a new session with output to the study's log, and
+    return once it owns the study lock (or raise with the log's tail if it exits first)."""
+    log = log_path(slug)
+    with open(log, "ab") as handle:
+        handle.write(f"\n==== {time.strftime('%Y-%m-%d %H:%M:%S')} autotune start (background)\n"
+                     .encode())
+        proc = subprocess.Popen([sys.executable, "-m", "autotune", *argv, "--foreground"],
+                                stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT,
+                                start_new_session=True, close_fds=True,
+                                env={**os.environ, "AUTOTUNE_DAEMON": "1", "COLUMNS": "120"})
+    lock = StudyLock(slug)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        owner = lock.owner()
+        if owner and owner.pid == proc.pid:
+            return owner
+        if proc.poll() is not None:
+            tail = "\n".join(log.read_text(errors="replace").strip().splitlines()[-5:])
+            raise AutotuneError(f"the background run exited at once (code {proc.returncode}); "
+                                f"log {log}:\n{tail}")
+        time.sleep(0.1)
+    raise AutotuneError(f"the background run did not start within {wait:.0f} s; see {log}")
+
+
+def stop_owner(owner: Owner, timeout: float = 30.0) -> bool:
+    """SIGTERM the owner and wait for it to exit; True when it did."""
+    if owner.host != socket.gethostname():
+        raise AutotuneError(f"the study runs on {owner.host} (pid {owner.pid}); stop it there")
+    try:
+        os.kill(owner.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not owner.alive():
+            return True
+        time.sleep(0.1)
+    return False
