@@ -203,3 +203,58 @@ def test_two_hundred_consecutive_failures(tmp_path, monkeypatch):
     assert len(seen) >= 6
     assert wait_no_leftovers() == []
     assert len(os.listdir("/proc/self/fd")) <= fds_before + 2
+
+
+def test_slurm_end_time_sets_the_deadline(monkeypatch):
+    from autotune.session import slurm_end_time
+
+    monkeypatch.setenv("SLURM_JOB_END_TIME", "1900000000")
+    assert slurm_end_time() == 1900000000.0
+    monkeypatch.delenv("SLURM_JOB_END_TIME")
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    assert slurm_end_time() is None
+
+
+def test_time_budget_stops_launching_in_time(autotune_cli, tmp_path):
+    t0 = time.monotonic()
+    proc = autotune_cli("start", *FAST, "--trials", "200", "--time-budget", "20s", "--confirm", "0",
+                        check=True)
+    assert time.monotonic() - t0 < 60
+    assert "time budget" in proc.stderr
+    study = load(tmp_path / "home")
+    assert 1 <= len(study.trials) < 200
+
+
+def test_infrastructure_failures_are_retried_then_pause(tmp_path, monkeypatch):
+    from autotune.session import StartOptions, prepare_session
+    from autotune.units import parse_size_range
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    wrapper = bindir / "mpirun"
+    # the default runs for real; every candidate launch fails as if a node were unreachable
+    wrapper.write_text(f"#!/bin/sh\ncase \"$*\" in *UCX_RNDV_THRESH=8192*) exec /usr/bin/mpirun \"$@\";; esac\n"
+                       f"FAKE_MPIRUN_MODE=infra exec {sys.executable} {ROOT / 'tests' / 'fake_mpirun.py'} \"$@\"\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    monkeypatch.setenv("AUTOTUNE_HOME", str(tmp_path / "home"))
+    options = StartOptions(collective="allreduce", ppn=2, space=str(ROOT / "tests/data/space-faults.yaml"),
+                           sizes=parse_size_range("8"), repetitions=3, stages=1, time_per_size=0.003,
+                           baseline_every=100000, prune=False, check_live=False, seed=3,
+                           infra_pause=0.5, confirm_top=0, storage=f"sqlite:///{tmp_path / 'i.db'}")
+    session = prepare_session(options)
+    pauses = []
+
+    class Events:
+        def __getattr__(self, name):
+            return lambda *a, **k: pauses.append(a) if name == "paused" else None
+
+    try:
+        controller = session.controller(options, Events())
+        summary = controller.run(7)
+    finally:
+        session.lock.release()
+    failed = [t for t in session.study.trials if t.user_attrs.get("fail_reason") == "infrastructure"]
+    assert len(failed) == 6
+    assert all(t.user_attrs["launch_count"] == 3 for t in failed)  # first try + 2 retries
+    assert len(pauses) == 1 and "5 trials in a row" in pauses[0][0]
