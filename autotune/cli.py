@@ -8,7 +8,6 @@ import os
 import re
 import shlex
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -140,9 +139,7 @@ def start(collective: str, nodes: int, ppn: int | None, trials: int, space: str,
     """Run a tuning study in the background (creates it, or continues it with the same
     arguments); --foreground keeps it in this terminal."""
     from .daemon import AlreadyRunning, StopRequested, StudyLock, detach, install_stop_handlers, study_slug
-    from .progress import ProgressDisplay
     from .session import StartOptions, prepare_session, study_identity
-    from .storage import redact
 
     options = StartOptions(
         collective=collective, nodes=nodes, ppn=ppn, space=space, sizes=sizes,

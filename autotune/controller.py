@@ -24,7 +24,7 @@ from optuna.trial import TrialState
 from . import objective
 from .daemon import StopRequested as StopSignal
 from .errors import AutotuneError, InputError, LaunchFailure
-from .measure import LaunchFailed, LaunchRecord, MeasurementPlan, Measurer, PlannedLaunch
+from .measure import LaunchFailed, LaunchRecord, Measurer, PlannedLaunch
 from .probe import HostInfo
 from .space import LaunchSettings, SearchSpace, TrialContext
 from .storage import BaselineLaunch, StudyConfig, load_baselines, save_baseline

@@ -1,6 +1,5 @@
 """Confirmation re-measures the best candidates against the default with confidence intervals."""
 import json
-import math
 from pathlib import Path
 
 import optuna

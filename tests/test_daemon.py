@@ -251,7 +251,7 @@ def test_infrastructure_failures_are_retried_then_pause(tmp_path, monkeypatch):
 
     try:
         controller = session.controller(options, Events())
-        summary = controller.run(7)
+        controller.run(7)
     finally:
         session.lock.release()
     failed = [t for t in session.study.trials if t.user_attrs.get("fail_reason") == "infrastructure"]

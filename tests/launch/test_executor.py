@@ -1,7 +1,6 @@
 """Real mpirun: a hung job is killed with all its ranks (each rank has its own process group, so
 the launch's session is what must be cleaned); inherited tuning variables never reach a launch."""
 import os
-import subprocess
 import sys
 import uuid
 
