@@ -118,6 +118,14 @@ def cli() -> None:
               help="at the end, re-measure the best K against the default with confidence "
                    "intervals (0: no confirmation)")
 @click.option("--confirm-rounds", type=click.IntRange(min=2), default=5, show_default=True)
+@click.option("--launcher", type=click.Choice(["auto", "local", "hostfile", "slurm"]),
+              default="auto", show_default=True,
+              help="how ranks are placed: auto = Slurm allocation, else --hostfile, else this machine")
+@click.option("--hostfile", type=click.Path(dir_okay=False), default=None,
+              help="Open MPI hostfile of the nodes to use (the first --nodes of them)")
+@click.option("--launcher-mca", multiple=True, metavar="NAME=VALUE",
+              help="site setting passed to mpirun for every launch, e.g. oob_tcp_if_include=ib0 "
+                   "(repeatable; not tuned, not exported)")
 @click.option("--new-study", is_flag=True, help="start a fresh study (name gets a timestamp)")
 @click.option("--force", is_flag=True,
               help="continue a study that ran on another CPU / MPI / UCX version")
@@ -132,7 +140,8 @@ def start(collective: str, nodes: int, ppn: int | None, trials: int, space: str,
           time_per_size: float, baseline_every: int, prune: bool, prune_after: int,
           p_threshold: float, oversubscribe: bool, seed: int | None, foreground: bool,
           time_budget: float | None, timeout_floor: float, infra_pause: float,
-          confirm_top: int, confirm_rounds: int,
+          confirm_top: int, confirm_rounds: int, launcher: str, hostfile: str | None,
+          launcher_mca: tuple[str, ...],
           new_study: bool, force: bool,
           warm_start: str | None, check_live: bool, study_name: str | None,
           storage: str | None) -> None:
@@ -148,7 +157,9 @@ def start(collective: str, nodes: int, ppn: int | None, trials: int, space: str,
         prune_after=prune_after, p_threshold=p_threshold, oversubscribe=oversubscribe, seed=seed,
         study_name=study_name, storage=storage, warm_start=warm_start, check_live=check_live,
         time_budget=time_budget, new_study=new_study, force=force, timeout_floor=timeout_floor,
-        infra_pause=infra_pause, confirm_top=confirm_top, confirm_rounds=confirm_rounds)
+        infra_pause=infra_pause, confirm_top=confirm_top, confirm_rounds=confirm_rounds,
+        launcher=launcher, hostfile=hostfile,
+        launcher_mca=tuple(_name_value(item) for item in launcher_mca))
     if not foreground:
         name, url = study_identity(options)
         argv = list(_ARGV)
@@ -376,6 +387,13 @@ def _render_history_table(frame) -> None:
         table.add_row(str(row["trial"]), state, speed, str(row["sizes_measured"]),
                       str(row["launches"]), f"{row['bench_seconds']:.1f}", escape(str(detail)))
     out.print(table)
+
+
+def _name_value(item: str) -> tuple[str, str]:
+    name, sep, value = item.partition("=")
+    if not sep or not name or not value:
+        raise InputError(f"--launcher-mca {item!r}: expected NAME=VALUE")
+    return name, value
 
 
 def parse_duration(text: str) -> float:

@@ -140,8 +140,8 @@ INFRASTRUCTURE_SIGNS = (
     "Host key verification failed", "ssh:", "There are not enough slots", "srun: error",
     "Unable to allocate resources", "could not execute", "cannot start the launcher",
 )
-CRASH_SIGNS = ("Segmentation fault", "signal 11", "exited on signal", "Bus error", "Traceback",
-               "core dumped", "Killed")
+SIGNAL_SIGNS = ("Segmentation fault", "signal 11", "exited on signal", "Bus error", "core dumped",
+                "Killed")
 CONFIG_SIGNS = (
     "MPI_INIT failed", "MPI_Init", "PML add procs failed", "UCX  ERROR", "ucp_ep_create",
     "invalid value", "not a valid", "No components were able to be opened",
@@ -170,8 +170,9 @@ def classify_failure(result: RunResult) -> LaunchFailure | None:
     detail = f"mpirun exited with code {result.returncode}" + (f": {cause[:200]}" if cause else "")
     if any(sign in result.stderr for sign in INFRASTRUCTURE_SIGNS):
         return LaunchFailure("infrastructure", detail, tail)
-    if (result.returncode or 0) < 0 or any(sign in result.stderr for sign in CRASH_SIGNS):
+    if (result.returncode or 0) < 0 or any(sign in result.stderr for sign in SIGNAL_SIGNS):
         return LaunchFailure("crash", detail, tail)
+    # MPI/UCX refusing the configuration, even when it surfaces as a Python traceback in a rank
     if any(sign in result.stderr for sign in CONFIG_SIGNS):
         return LaunchFailure("config", detail, tail)
     return LaunchFailure("crash", detail, tail)

@@ -23,6 +23,8 @@ from .controller import (Controller, Events, enqueue_default, make_pruner, make_
 from .daemon import Owner, StudyLock, log_path, study_slug
 from .errors import AutotuneError, EnvironmentProblem, InputError
 from .launch import LocalLauncher, MpichLauncher
+from .launch.hostfile import HostListLauncher
+from .launch.hosts import read_hostfile, slurm_hosts
 from .measure import MeasurementPlan, Measurer, check_ucx_live
 from .objective import load_weights, normalize_weights, uniform_weights
 from .probe import Capabilities, HostInfo, probe_capabilities, probe_host, usable_cores
@@ -67,6 +69,9 @@ class StartOptions:
     infra_pause: float = 300.0
     confirm_top: int = 3
     confirm_rounds: int = 5
+    launcher: str = "auto"  # auto | local | hostfile | slurm
+    hostfile: str | None = None
+    launcher_mca: tuple[tuple[str, str], ...] = ()  # site settings: remote agent, interfaces
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,44 @@ def _short(value: Any) -> str:
     return repr(value)
 
 
+SITE_VALUE_RE = re.compile(r"[A-Za-z0-9_.,:/+*=@][A-Za-z0-9_.,:/+*=@-]{0,255}")
+
+
+def make_launcher(options: StartOptions, caps: Capabilities):
+    """The launcher for this allocation, and a line saying what was picked and why."""
+    choice = options.launcher
+    for name, value in options.launcher_mca:
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,127}", name) or not SITE_VALUE_RE.fullmatch(value):
+            raise InputError(f"--launcher-mca {name}={value}: invalid name or value")
+    if choice == "auto":
+        if os.environ.get("SLURM_JOB_NODELIST"):
+            choice = "slurm"
+        elif options.hostfile:
+            choice = "hostfile"
+        else:
+            choice = "local"
+        why = {"slurm": "SLURM_JOB_NODELIST is set", "hostfile": "--hostfile given",
+               "local": "no allocation found"}[choice]
+    else:
+        why = "--launcher"
+    if choice == "hostfile":
+        if not options.hostfile:
+            raise InputError("--launcher hostfile needs --hostfile FILE")
+        launcher = HostListLauncher("hostfile", read_hostfile(options.hostfile), options.launcher_mca)
+    elif choice == "slurm":
+        nodelist = os.environ.get("SLURM_JOB_NODELIST")
+        if not nodelist:
+            raise InputError("--launcher slurm outside a Slurm allocation (no SLURM_JOB_NODELIST)")
+        launcher = HostListLauncher("slurm", slurm_hosts(nodelist), options.launcher_mca)
+    elif caps.mpi_family == "mpich":
+        launcher = MpichLauncher()
+    else:
+        launcher = LocalLauncher()
+    hosts = launcher.hosts()
+    shown = ", ".join(hosts[:4]) + (f", ... ({len(hosts)} hosts)" if len(hosts) > 4 else "")
+    return launcher, f"launcher: {launcher.name} ({why}; hosts {shown})"
+
+
 def study_identity(options: StartOptions) -> tuple[str, str]:
     """(study name, storage URL) that `start` with these options works on."""
     space = load_space(options.space)
@@ -153,10 +196,11 @@ def study_identity(options: StartOptions) -> tuple[str, str]:
 FINGERPRINT_STRICT = ("cpu_model", "mpi", "ucx")  # a change makes earlier scores incomparable
 
 
-def fingerprint_of(caps: Capabilities, host: HostInfo, config: StudyConfig) -> dict[str, Any]:
+def fingerprint_of(caps: Capabilities, host: HostInfo, config: StudyConfig,
+                   hosts: tuple[str, ...]) -> dict[str, Any]:
     return {"nodes": config.nodes, "ppn": config.ppn, "collective": config.collective,
             "space": config.space, "cpu_model": host.cpu_model, "mpi": caps.mpi,
-            "ucx": caps.ucx_version, "nps": caps.numa.nps, "hosts": [host.host]}
+            "ucx": caps.ucx_version, "nps": caps.numa.nps, "hosts": list(hosts)}
 
 
 def slurm_end_time() -> float | None:
@@ -179,13 +223,14 @@ def prepare_session(options: StartOptions) -> Session:
     space = load_space(options.space)
     chosen = choose_sizes(options.collective, options.sizes, options.weights_file)
     caps = probe_capabilities()
-    launcher = MpichLauncher() if caps.mpi_family == "mpich" else LocalLauncher()
-    if isinstance(launcher, LocalLauncher) and not launcher.mpirun:
+    launcher, launcher_note = make_launcher(options, caps)
+    if not getattr(launcher, "mpirun", True):
         raise EnvironmentProblem("mpirun not found on PATH: install Open MPI "
                                  "(apt-get install openmpi-bin libopenmpi-dev ucx-utils)")
     if options.nodes > len(launcher.hosts()):
-        raise EnvironmentProblem(f"--nodes {options.nodes} but only {len(launcher.hosts())} host is "
-                                 f"available ({launcher.hosts()[0]}, local launcher)")
+        raise EnvironmentProblem(f"--nodes {options.nodes} but only {len(launcher.hosts())} host(s) "
+                                 f"are available ({', '.join(launcher.hosts())}, {launcher.name} "
+                                 "launcher); use --hostfile or a Slurm allocation")
     host = probe_host()
     ppn = options.ppn or host.cores
     if ppn > host.cores and not options.oversubscribe:
@@ -206,8 +251,10 @@ def prepare_session(options: StartOptions) -> Session:
     lock.acquire(Owner(pid=os.getpid(), host=socket.gethostname(), started=time.time(), study=name,
                        log=str(log_path(study_slug(storage_url, name)))))
     try:
-        return _prepare_locked(options, space, chosen, launcher, host, ppn, caps, ctx, resolved,
-                               config, name, lock)
+        session = _prepare_locked(options, space, chosen, launcher, host, ppn, caps, ctx,
+                                  resolved, config, name, lock)
+        session.notes.insert(0, launcher_note)
+        return session
     except BaseException:
         lock.release()
         raise
@@ -248,7 +295,7 @@ def _prepare_locked(options, space, chosen, launcher, host, ppn, caps, ctx, reso
                               f"{_short(getattr(config, k))}" for k in diff[:2])
             raise InputError(f"study {name!r} was created with different {', '.join(diff)} "
                              f"({shown}); use --study NAME for a new study")
-    fingerprint = fingerprint_of(caps, host, config)
+    fingerprint = fingerprint_of(caps, host, config, launcher.hosts()[:config.nodes])
     earlier = study.user_attrs.get(FINGERPRINT_ATTR)
     if earlier and not options.force:
         changed = [k for k in FINGERPRINT_STRICT if earlier.get(k) != fingerprint.get(k)]

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PY="${PYTHON:-python3}"
-pkgs=(openmpi-bin libopenmpi-dev ucx-utils gcc)
+pkgs=(openmpi-bin libopenmpi-dev ucx-utils gcc iproute2)  # iproute2: the tests' multi-host bed
 if ! command -v "$PY" >/dev/null 2>&1; then
     pkgs+=(python3 python3-venv python3-dev)
 else

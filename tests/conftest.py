@@ -16,8 +16,9 @@ def autotune_cli(tmp_path):
     env = dict(os.environ, AUTOTUNE_HOME=str(tmp_path / "home"), COLUMNS="200")
     env.pop("AUTOTUNE_STORAGE", None)
 
-    def run(*args, timeout=900, check=False):
-        proc = subprocess.run([exe, *args], capture_output=True, text=True, env=env,
+    def run(*args, timeout=900, check=False, extra_env=None):
+        proc = subprocess.run([exe, *args], capture_output=True, text=True,
+                              env={**env, **(extra_env or {})},
                               timeout=timeout, stdin=subprocess.DEVNULL, cwd=tmp_path)
         if check and proc.returncode != 0:
             raise AssertionError(f"autotune {' '.join(args)} failed ({proc.returncode}):\n"

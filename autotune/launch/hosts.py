@@ -1,0 +1,67 @@
+"""Host lists: Open MPI hostfiles and Slurm's compressed node lists (node[01-04,07])."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from ..errors import InputError
+
+HOST_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,252}")
+
+
+def check_host(name: str, origin: str) -> str:
+    if not HOST_RE.fullmatch(name):
+        raise InputError(f"{origin}: {name!r} is not a valid host name")
+    return name
+
+
+def read_hostfile(path: str | Path) -> list[str]:
+    """Host names of an Open MPI hostfile (`host [slots=N] ...`, # comments), in order, once each."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise InputError(f"cannot read hostfile {path}: {exc.strerror or exc}") from None
+    hosts: list[str] = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            host = check_host(line.split()[0], str(path))
+            if host not in hosts:
+                hosts.append(host)
+    if not hosts:
+        raise InputError(f"hostfile {path} lists no host")
+    return hosts
+
+
+def expand_nodelist(nodelist: str) -> list[str]:
+    """Slurm's compressed form: `a[01-03,07],b5` -> a01 a02 a03 a07 b5 (zero padding kept)."""
+    hosts: list[str] = []
+    for item in re.findall(r"[^,\[]+(?:\[[^\]]*\])?[^,]*", nodelist.strip()):
+        match = re.fullmatch(r"([^\[]*)\[([^\]]+)\](.*)", item)
+        if not match:
+            hosts.append(check_host(item, "SLURM_JOB_NODELIST"))
+            continue
+        prefix, ranges, suffix = match.groups()
+        for part in ranges.split(","):
+            lo, _, hi = part.partition("-")
+            if not lo.isdigit() or (hi and not hi.isdigit()):
+                raise InputError(f"SLURM_JOB_NODELIST: cannot read {item!r}")
+            for number in range(int(lo), int(hi or lo) + 1):
+                hosts.append(check_host(f"{prefix}{str(number).zfill(len(lo))}{suffix}",
+                                        "SLURM_JOB_NODELIST"))
+    return hosts
+
+
+def slurm_hosts(nodelist: str) -> list[str]:
+    """The allocation's hosts: `scontrol show hostnames` when present, else our own expansion."""
+    if shutil.which("scontrol"):
+        try:
+            out = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True,
+                                 text=True, timeout=30, check=True).stdout
+            return [check_host(h, "scontrol") for h in out.split()]
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return expand_nodelist(nodelist)

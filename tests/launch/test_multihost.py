@@ -1,0 +1,56 @@
+"""Real studies across two "hosts" (network namespaces on this machine) through the hostfile and
+the Slurm launchers: the recorded argv names both hosts, and the benchmark ran on both."""
+import optuna
+import pytest
+
+from tests import multihost
+
+pytestmark = [pytest.mark.mpi, pytest.mark.multihost]
+STUDY = "allreduce-2n1p-openmpi-ucx+openmpi-tuned"
+
+
+@pytest.fixture(scope="module")
+def testbed(tmp_path_factory):
+    try:
+        bed = multihost.create(tmp_path_factory.mktemp("bed"))
+    except RuntimeError as exc:
+        pytest.skip(f"multi-host test bed unavailable here: {exc}")
+    yield bed
+    multihost.destroy()
+
+
+def run_study(autotune_cli, testbed, *args, extra_env=None):
+    return autotune_cli("start", "--collective", "allreduce", "--nodes", "2", "--ppn", "1",
+                        "--trials", "2", "--sizes", "8:64", "--repetitions", "3", "--stages", "1",
+                        "--time-per-size", "0.003", "--confirm", "0", "--no-check-live", "--seed", "1",
+                        *testbed.launcher_args(), *args, "--foreground", check=True,
+                        extra_env=extra_env)
+
+
+def check_ran_on_both(tmp_path, testbed):
+    study = optuna.load_study(study_name=STUDY, storage=f"sqlite:///{tmp_path / 'home' / 'autotune.db'}")
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert done
+    for trial in done:
+        launch = trial.user_attrs["launches"][0]
+        argv = launch["argv"]
+        assert argv[argv.index("--host") + 1] == f"{testbed.hosts[0]}:1,{testbed.hosts[1]}:1"
+        assert len(set(launch["hosts"])) == 2  # two host names, reported by the ranks themselves
+        assert "UCX_RNDV_THRESH" not in trial.params  # single-node knob off on several nodes
+    assert study.user_attrs["autotune.fingerprint"]["hosts"] == testbed.hosts
+
+
+def test_study_across_two_hosts_with_a_hostfile(testbed, autotune_cli, tmp_path):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("".join(f"{h} slots=1\n" for h in testbed.hosts))
+    proc = run_study(autotune_cli, testbed, "--hostfile", str(hostfile))
+    assert "launcher: hostfile (--hostfile given" in proc.stderr
+    check_ran_on_both(tmp_path, testbed)
+
+
+def test_study_across_two_hosts_in_a_slurm_allocation(testbed, autotune_cli, tmp_path):
+    first, second = testbed.hosts
+    nodelist = f"{first[:-1]}[{first[-1]}-{second[-1]}]"  # compressed, as Slurm writes it
+    proc = run_study(autotune_cli, testbed, extra_env={"SLURM_JOB_NODELIST": nodelist})
+    assert "launcher: slurm (SLURM_JOB_NODELIST is set" in proc.stderr
+    check_ran_on_both(tmp_path, testbed)
