@@ -147,7 +147,7 @@ def start(collective: str, nodes: int, ppn: int | None, trials: int, space: str,
           storage: str | None) -> None:
     """Run a tuning study in the background (creates it, or continues it with the same
     arguments); --foreground keeps it in this terminal."""
-    from .daemon import AlreadyRunning, StopRequested, StudyLock, detach, install_stop_handlers, study_slug
+    from .daemon import StopRequested, StudyLock, detach, install_stop_handlers
     from .session import StartOptions, prepare_session, study_identity
 
     options = StartOptions(
@@ -167,12 +167,9 @@ def start(collective: str, nodes: int, ppn: int | None, trials: int, space: str,
             import datetime as dt
             name = f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
             argv = [a for a in argv if a != "--new-study"] + ["--study", name]
-        slug = study_slug(url, name)
-        owner = StudyLock(slug).owner()
-        if owner:
-            raise AlreadyRunning(f"study {name!r} is already running (pid {owner.pid} on "
-                                 f"{owner.host}); `autotune stop` ends it")
-        owner = detach(argv, slug, name)
+        lock = StudyLock.of(url, name)
+        lock.refuse_if_held(name)
+        owner = detach(argv, lock)
         out.print(f"study {name} runs in the background: pid {owner.pid} on {owner.host}", markup=False)
         out.print(f"log:    {owner.log}\nwatch:  autotune status --study {shlex.quote(name)}   "
                   f"(or: autotune logs -f)\nstop:   autotune stop --study {shlex.quote(name)}",
@@ -290,11 +287,11 @@ def status(fmt: str, study_name: str | None, storage: str | None) -> None:
 @storage_option
 def stop(timeout: float, study_name: str | None, storage: str | None) -> None:
     """Stop a running study gracefully (SIGTERM: the running trial is re-queued)."""
-    from .daemon import StudyLock, stop_owner, study_slug
+    from .daemon import StudyLock, stop_owner
     from .storage import default_storage_url
 
     study = _open_study(storage, study_name)
-    owner = StudyLock(study_slug(storage or default_storage_url(), study.study_name)).owner()
+    owner = StudyLock.of(storage or default_storage_url(), study.study_name).owner()
     if owner is None:
         out.print(f"study {study.study_name} is not running", markup=False)
         return
@@ -313,12 +310,12 @@ def logs(follow: bool, lines: int, study_name: str | None, storage: str | None) 
     """Print the study's log (the background run's output)."""
     import time as _time
 
-    from .daemon import StudyLock, log_path, study_slug
+    from .daemon import StudyLock
     from .storage import default_storage_url
 
     study = _open_study(storage, study_name)
-    slug = study_slug(storage or default_storage_url(), study.study_name)
-    path = log_path(slug)
+    lock = StudyLock.of(storage or default_storage_url(), study.study_name)
+    path = lock.log
     if not path.exists():
         raise InputError(f"no log for study {study.study_name} (it never ran in the background)")
     with open(path, errors="replace") as handle:
@@ -329,7 +326,7 @@ def logs(follow: bool, lines: int, study_name: str | None, storage: str | None) 
             if line:
                 click.echo(line, nl=False)
                 continue
-            if StudyLock(slug).owner() is None:
+            if lock.owner() is None:
                 break
             _time.sleep(0.5)
 

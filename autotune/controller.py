@@ -198,7 +198,6 @@ class Controller:
         self.default_params = space.defaults(self.ctx, self.context_values)
         self.default_settings = space.settings(self.default_params, self.ctx)
         self.summary = RunSummary()
-        self.stop_requested = False
         self.fingerprint = dict(fingerprint or {})
         self.confirm_top = confirm_top
         self.confirm_rounds = confirm_rounds
@@ -225,8 +224,6 @@ class Controller:
                                             "started": time.time(), "deadline": deadline})
         try:
             for _ in range(n_trials):
-                if self.stop_requested:
-                    break
                 if deadline is not None and time.time() + self.next_trial_estimate() > deadline:
                     summary.stopped_because = "time budget: the next trial would not finish in time"
                     break

@@ -76,8 +76,21 @@ class StudyLock:
     dies, so a lock left by a dead owner is free at once. The file also names the owner."""
 
     def __init__(self, slug: str) -> None:
+        self.slug = slug
         self.path = run_dir() / f"{slug}.lock"
+        self.log = log_path(slug)
         self._fd: int | None = None
+
+    @classmethod
+    def of(cls, storage_url: str, study: str) -> "StudyLock":
+        return cls(study_slug(storage_url, study))
+
+    def refuse_if_held(self, study: str) -> None:
+        current = self.owner()
+        if current is not None:
+            raise AlreadyRunning(f"study {study!r} is already running (pid {current.pid} on "
+                                 f"{current.host}); `autotune stop` ends it, `autotune status` "
+                                 "shows it")
 
     def acquire(self, owner: Owner) -> None:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -85,10 +98,8 @@ class StudyLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            current = self.owner()
-            who = f"pid {current.pid} on {current.host}" if current else "another process"
-            raise AlreadyRunning(f"study {owner.study!r} is already running ({who}); "
-                                 "`autotune stop` ends it, `autotune status` shows it") from None
+            self.refuse_if_held(owner.study)
+            raise AlreadyRunning(f"study {owner.study!r} is already running") from None
         os.ftruncate(fd, 0)
         os.write(fd, json.dumps(asdict(owner)).encode())
         os.fsync(fd)
@@ -134,10 +145,10 @@ def install_stop_handlers() -> None:
         signal.signal(sig, handler)
 
 
-def detach(argv: list[str], slug: str, study: str, wait: float = 30.0) -> Owner:
+def detach(argv: list[str], lock: StudyLock, wait: float = 30.0) -> Owner:
     """Start `autotune <argv> --foreground` in a new session with output to the study's log, and
     return once it owns the study lock (or raise with the log's tail if it exits first)."""
-    log = log_path(slug)
+    log = lock.log
     with open(log, "ab") as handle:
         handle.write(f"\n==== {time.strftime('%Y-%m-%d %H:%M:%S')} autotune start (background)\n"
                      .encode())
@@ -145,7 +156,6 @@ def detach(argv: list[str], slug: str, study: str, wait: float = 30.0) -> Owner:
                                 stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True,
                                 env={**os.environ, "AUTOTUNE_DAEMON": "1", "COLUMNS": "120"})
-    lock = StudyLock(slug)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         owner = lock.owner()

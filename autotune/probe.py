@@ -135,9 +135,12 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def probe_host() -> HostInfo:
+def probe_host(caps: "Capabilities | None" = None) -> HostInfo:
+    """This host; with capabilities already probed, their MPI/UCX versions (no second probe)."""
+    mpi = caps.mpi if caps and caps.mpi_version else mpi_version()
+    ucx = caps.ucx_version if caps else ucx_version()
     return HostInfo(host=socket.gethostname(), cpu_model=cpu_model(), cores=usable_cores(),
-                    mpi=mpi_version(), ucx=ucx_version(), python=platform.python_version())
+                    mpi=mpi, ucx=ucx, python=platform.python_version())
 
 
 # ----------------------------------------------------------------------------- parsers

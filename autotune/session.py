@@ -20,7 +20,7 @@ import optuna
 from .benchmarks.records import REDUCTION_ELEMENT_BYTES, REDUCTIONS
 from .controller import (Controller, Events, enqueue_default, make_pruner, make_sampler,
                          recover_abandoned)
-from .daemon import Owner, StudyLock, log_path, study_slug
+from .daemon import Owner, StudyLock
 from .errors import AutotuneError, EnvironmentProblem, InputError
 from .launch import LocalLauncher, MpichLauncher
 from .launch.hostfile import HostListLauncher
@@ -231,7 +231,7 @@ def prepare_session(options: StartOptions) -> Session:
         raise EnvironmentProblem(f"--nodes {options.nodes} but only {len(launcher.hosts())} host(s) "
                                  f"are available ({', '.join(launcher.hosts())}, {launcher.name} "
                                  "launcher); use --hostfile or a Slurm allocation")
-    host = probe_host()
+    host = probe_host(caps)
     ppn = options.ppn or host.cores
     if ppn > host.cores and not options.oversubscribe:
         raise EnvironmentProblem(f"--ppn {ppn} exceeds the {host.cores} usable cores of {host.host}; "
@@ -247,9 +247,9 @@ def prepare_session(options: StartOptions) -> Session:
     name, storage_url = study_identity(options)
     if options.new_study:
         name = f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    lock = StudyLock(study_slug(storage_url, name))
+    lock = StudyLock.of(storage_url, name)
     lock.acquire(Owner(pid=os.getpid(), host=socket.gethostname(), started=time.time(), study=name,
-                       log=str(log_path(study_slug(storage_url, name)))))
+                       log=str(lock.log)))
     try:
         session = _prepare_locked(options, space, chosen, launcher, host, ppn, caps, ctx,
                                   resolved, config, name, lock)

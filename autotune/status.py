@@ -78,10 +78,10 @@ class StudyStatus:
 
 
 def study_status(study: optuna.Study, storage_url: str | None = None) -> StudyStatus:
-    from .daemon import StudyLock, study_slug
+    from .daemon import StudyLock
     from .storage import default_storage_url
 
-    owner = StudyLock(study_slug(storage_url or default_storage_url(), study.study_name)).owner()
+    owner = StudyLock.of(storage_url or default_storage_url(), study.study_name).owner()
     trials = study.get_trials(deepcopy=False)
     running = [t for t in trials if t.state == TrialState.RUNNING]
     run = study.user_attrs.get("autotune.run") or {}
