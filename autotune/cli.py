@@ -118,11 +118,23 @@ def cli() -> None:
               help="at the end, re-measure the best K against the default with confidence "
                    "intervals (0: no confirmation)")
 @click.option("--confirm-rounds", type=click.IntRange(min=2), default=5, show_default=True)
-@click.option("--launcher", type=click.Choice(["auto", "local", "hostfile", "slurm"]),
+@click.option("--launcher", type=click.Choice(["auto", "local", "hostfile", "slurm", "ray"]),
               default="auto", show_default=True,
-              help="how ranks are placed: auto = Slurm allocation, else --hostfile, else this machine")
+              help="how ranks are placed: auto = a Ray cluster (--ray-address/RAY_ADDRESS), else "
+                   "the Slurm allocation, else --hostfile, else this machine")
 @click.option("--hostfile", type=click.Path(dir_okay=False), default=None,
               help="Open MPI hostfile of the nodes to use (the first --nodes of them)")
+@click.option("--launch-with", type=click.Choice(["mpirun", "srun"]), default="mpirun",
+              show_default=True, help="slurm launcher: start ranks with mpirun or with srun")
+@click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
+              help="trials at once, each on its own --nodes hosts (concurrent trials share the "
+                   "network and disturb each other: keep 1 unless the allocation is large)")
+@click.option("--ray-address", default=None, metavar="HOST:PORT",
+              help="Ray cluster to run trials on (default: RAY_ADDRESS)")
+@click.option("--ray-resource", default="mpi_node", show_default=True,
+              help="custom Ray resource that marks the MPI nodes")
+@click.option("--ray-head-grace", type=click.FloatRange(min=1), default=30.0, show_default=True,
+              help="seconds the Ray head may be unreachable before the run stops (study kept)")
 @click.option("--launcher-mca", multiple=True, metavar="NAME=VALUE",
               help="site setting passed to mpirun for every launch, e.g. oob_tcp_if_include=ib0 "
                    "(repeatable; not tuned, not exported)")
@@ -141,6 +153,8 @@ def start(collective: str, nodes: int, ppn: int | None, trials: int, space: str,
           p_threshold: float, oversubscribe: bool, seed: int | None, foreground: bool,
           time_budget: float | None, timeout_floor: float, infra_pause: float,
           confirm_top: int, confirm_rounds: int, launcher: str, hostfile: str | None,
+          launch_with: str, parallel: int, ray_address: str | None, ray_resource: str,
+          ray_head_grace: float,
           launcher_mca: tuple[str, ...],
           new_study: bool, force: bool,
           warm_start: str | None, check_live: bool, study_name: str | None,
@@ -158,7 +172,8 @@ def start(collective: str, nodes: int, ppn: int | None, trials: int, space: str,
         study_name=study_name, storage=storage, warm_start=warm_start, check_live=check_live,
         time_budget=time_budget, new_study=new_study, force=force, timeout_floor=timeout_floor,
         infra_pause=infra_pause, confirm_top=confirm_top, confirm_rounds=confirm_rounds,
-        launcher=launcher, hostfile=hostfile,
+        launcher=launcher, hostfile=hostfile, launch_with=launch_with, parallel=parallel,
+        ray_address=ray_address, ray_resource=ray_resource, ray_head_grace=ray_head_grace,
         launcher_mca=tuple(_name_value(item) for item in launcher_mca))
     if not foreground:
         name, url = study_identity(options)
@@ -184,6 +199,7 @@ def start(collective: str, nodes: int, ppn: int | None, trials: int, space: str,
     try:
         _run_session(session, options, trials, storage)
     finally:
+        session.pool.close()
         if session.lock:
             session.lock.release()
 

@@ -11,10 +11,13 @@ The controller is the single writer of the study; it knows neither mpirun nor th
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
+import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,7 +26,8 @@ from optuna.trial import TrialState
 
 from . import objective
 from .daemon import StopRequested as StopSignal
-from .errors import AutotuneError, InputError, LaunchFailure
+from .errors import AutotuneError, ClusterLost, InputError, LaunchFailure, NoNodes
+from .launch.groups import NodeGroup, NodePool, StaticPool
 from .measure import LaunchFailed, LaunchRecord, Measurer, PlannedLaunch
 from .probe import HostInfo
 from .space import LaunchSettings, SearchSpace, TrialContext
@@ -45,6 +49,7 @@ class TrialOutcome:
     wall_seconds: float = 0.0
     baseline_launches: int = 0  # default-config launches interleaved during this trial
     fail_reason: str = ""
+    nodes: tuple[str, ...] = ()  # the node group the trial ran on
 
 
 @dataclass
@@ -67,6 +72,22 @@ class Events(Protocol):
     def paused(self, reason: str, seconds: float) -> None: ...
     def confirming(self, candidates: int, rounds: int, skipped: str = "") -> None: ...
     def confirmed(self, confirmation: Any) -> None: ...
+
+
+class _SerializedEvents:
+    """Events from several trial threads, one at a time (the display is not thread-safe)."""
+
+    def __init__(self, events: Events) -> None:
+        self._events = events
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str):
+        method = getattr(self._events, name)
+
+        def call(*args, **kwargs):
+            with self._lock:
+                return method(*args, **kwargs)
+        return call
 
 
 class NullEvents:
@@ -172,9 +193,22 @@ class InterleavedDefault:
         self.since[block] = self.since.get(block, 0) + 1
 
 
+@dataclass
+class Placement:
+    """Where one trial runs: its node group, a measurer bound to it, and the interleaved default
+    launches made on those same nodes (a candidate is only ever paired with a default launch on
+    its own nodes)."""
+
+    group: NodeGroup
+    measurer: Measurer
+    baseline: InterleavedDefault
+    acquire_seconds: float
+
+
 class Controller:
     def __init__(self, study: optuna.Study, space: SearchSpace, config: StudyConfig,
-                 measurer: Measurer, host: HostInfo, *, baseline_every: int = 1,
+                 measurer: Measurer, host: HostInfo, *, pool: NodePool | None = None,
+                 parallel: int = 1, baseline_every: int = 1,
                  prune: bool = True, seed: int | None = None, events: Events | None = None,
                  context_values: dict[str, Any] | None = None,
                  fingerprint: dict[str, Any] | None = None, confirm_top: int = 0,
@@ -183,14 +217,22 @@ class Controller:
         self.study = study
         self.space = space
         self.config = config
-        self.measurer = measurer
+        self.measurer = measurer  # the plan; bound to a node group per trial (Measurer.on)
         self.plan = measurer.plan
+        self.pool: NodePool = pool or StaticPool(measurer.launcher, config.nodes, 1)
+        self.parallel = parallel
         self.host = host
         self.prune = prune
         self.events = events or NullEvents()
+        if parallel > 1:
+            self.events = _SerializedEvents(self.events)
         self.rng = random.Random(seed)
         self.run_id = uuid.uuid4().hex[:12]
-        self.baseline = InterleavedDefault(baseline_every, config.weights)
+        self.baseline_every = baseline_every
+        self.baselines: dict[tuple[str, ...], InterleavedDefault] = {}  # per node group
+        self._lock = threading.Lock()  # baseline ids, trial claims (parallel trials)
+        self._ask_lock = threading.Lock()
+        self.stopping = threading.Event()
         existing = load_baselines(study)
         self.next_baseline_id = (existing[-1].id + 1) if existing else 1
         self.ctx = TrialContext(config.collective, config.nodes)
@@ -223,19 +265,92 @@ class Controller:
         self.study.set_user_attr(RUN_ATTR, {"run_id": self.run_id, "trials_planned": n_trials,
                                             "started": time.time(), "deadline": deadline})
         try:
-            for _ in range(n_trials):
-                if deadline is not None and time.time() + self.next_trial_estimate() > deadline:
-                    summary.stopped_because = "time budget: the next trial would not finish in time"
-                    break
-                summary.outcomes.append(self.run_trial())
-                self.pause_if_infrastructure_keeps_failing()
-            self.run_confirmation(deadline)
+            if self.parallel > 1:
+                self._run_parallel(n_trials, deadline)
+            else:
+                for _ in range(n_trials):
+                    if self._out_of_time(deadline):
+                        break
+                    summary.outcomes.append(self.run_trial())
+                    self.pause_if_infrastructure_keeps_failing()
+            if not summary.stopped_because:
+                self.run_confirmation(deadline)
         except (KeyboardInterrupt, StopSignal) as exc:
             summary.interrupted = True
             summary.stopped_because = f"stopped by {exc.__class__.__name__ if isinstance(exc, KeyboardInterrupt) else exc}"
-        except BaselineFailed as exc:
+        except ClusterLost as exc:
+            summary.stopped_because = (f"{exc}; the study is intact and the interrupted trial is "
+                                       "queued again: run `autotune start` once the cluster is back")
+        except (BaselineFailed, NoNodes) as exc:
             summary.stopped_because = str(exc)
         return summary
+
+    def _out_of_time(self, deadline: float | None) -> bool:
+        if deadline is not None and time.time() + self.next_trial_estimate() > deadline:
+            self.summary.stopped_because = "time budget: the next trial would not finish in time"
+            return True
+        return False
+
+    def _run_parallel(self, n_trials: int, deadline: float | None) -> None:
+        """Up to `parallel` trials at once, each on its own node group, in worker threads; the
+        sampler's constant liar keeps them from proposing the same point. A stop (signal here,
+        a fatal error in a worker) cancels every running launch; their trials are re-queued."""
+        claimed = 0
+        errors: list[BaseException] = []
+        no_nodes: list[str] = []
+
+        def claim() -> bool:
+            nonlocal claimed
+            with self._lock:
+                if self.stopping.is_set() or claimed >= n_trials or self._out_of_time(deadline):
+                    return False
+                claimed += 1
+                return True
+
+        def worker() -> None:
+            try:
+                while claim():
+                    self.summary.outcomes.append(self.run_trial())
+                    self.pause_if_infrastructure_keeps_failing()
+            except NoNodes as exc:  # this worker's share of the cluster is gone; others go on
+                no_nodes.append(str(exc))
+            except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+                errors.append(exc)
+                self.stopping.set()
+                self.pool.cancel_all()
+
+        threads = [threading.Thread(target=worker, name=f"autotune-trial-{i + 1}", daemon=True)
+                   for i in range(self.parallel)]
+        for thread in threads:
+            thread.start()
+        try:
+            while any(t.is_alive() for t in threads):
+                for thread in threads:
+                    thread.join(timeout=0.5)
+        except BaseException:
+            self.stopping.set()
+            self.pool.cancel_all()
+            for thread in threads:
+                thread.join()
+            raise
+        if errors:
+            raise errors[0]
+        if no_nodes and len(no_nodes) == len(threads):
+            raise NoNodes(no_nodes[0])
+
+    @contextlib.contextmanager
+    def placement(self) -> Iterator[Placement]:
+        """Hold a node group for one trial (or the confirmation), and give it back after."""
+        t0 = time.perf_counter()
+        group = self.pool.acquire()
+        try:
+            hosts = group.hosts()
+            with self._lock:
+                baseline = self.baselines.setdefault(
+                    hosts, InterleavedDefault(self.baseline_every, self.config.weights))
+            yield Placement(group, self.measurer.on(group), baseline, time.perf_counter() - t0)
+        finally:
+            self.pool.release(group)
 
     def run_confirmation(self, deadline: float | None) -> None:
         """Re-measure the best few against the default (see confirm.py), if time allows."""
@@ -252,9 +367,10 @@ class Controller:
             self.events.confirming(count, self.confirm_rounds, skipped="not enough time left")
             return
         self.events.confirming(count, self.confirm_rounds)
-        self.summary.confirmation = confirm(self.study, self.measurer, self.default_settings,
-                                            self.config.weights, self.confirm_top,
-                                            self.confirm_rounds, self.seed)
+        with self.placement() as placed:
+            self.summary.confirmation = confirm(self.study, placed.measurer, self.default_settings,
+                                                self.config.weights, self.confirm_top,
+                                                self.confirm_rounds, self.seed)
         self.events.confirmed(self.summary.confirmation)
 
     def next_trial_estimate(self) -> float:
@@ -277,34 +393,60 @@ class Controller:
     def _seed(self) -> int:
         return self.rng.randrange(2**31)
 
-    def refresh_baseline(self, planned: PlannedLaunch) -> int:
+    @staticmethod
+    def _group_broken(placed: Placement) -> bool:
+        """After an infrastructure failure: did the group lose a node (then retrying is futile)?
+        Groups that can tell (Ray) first give the cluster time to notice a dead node."""
+        settle = getattr(placed.group, "settle", None)
+        if settle is not None:
+            settle()
+        return bool(getattr(placed.group, "lost", ""))
+
+    def refresh_baseline(self, planned: PlannedLaunch, placed: Placement) -> LaunchRecord | None:
         """Run the default-config launch due before a candidate launch of this block, if any."""
-        if not self.baseline.due(planned.block):
-            return 0
-        for attempt in range(2):
+        if not placed.baseline.due(planned.block):
+            return None
+        refused = infra = 0
+        while True:
             try:
-                record = self.measurer.run_launch(self.default_settings, planned, self._seed())
+                record = placed.measurer.run_launch(self.default_settings, planned, self._seed())
                 break
             except LaunchFailed as exc:
-                if attempt == 1:
+                if exc.reason == "interrupted":
+                    raise
+                if exc.reason == "infrastructure":
+                    # the nodes' fault, not the default's: the trial fails as infrastructure
+                    infra += 1
+                    if self._group_broken(placed) or infra > self.infra_retries:
+                        raise
+                    continue
+                refused += 1
+                if refused == 2:
                     raise BaselineFailed(
                         f"the default configuration failed twice ({exc}); nothing to compare "
                         f"against. stderr:\n{exc.stderr_tail}") from None
-        launch = BaselineLaunch(id=self.next_baseline_id, run_id=self.run_id, block=planned.block,
-                                started=record.started, seconds=record.seconds,
-                                t_max_us=record.t_max_us, argv=record.argv, hosts=record.hosts)
-        launch.drift = self.baseline.drift(launch)
-        self.baseline.add(launch)
-        self.next_baseline_id += 1
+        with self._lock:
+            launch = BaselineLaunch(id=self.next_baseline_id, run_id=self.run_id, block=planned.block,
+                                    started=record.started, seconds=record.seconds,
+                                    t_max_us=record.t_max_us, argv=record.argv, hosts=record.hosts)
+            self.next_baseline_id += 1
+        launch.drift = placed.baseline.drift(launch)
+        placed.baseline.add(launch)
         save_baseline(self.study, launch)
         self.summary.baselines.append(launch)
         self.events.baseline_finished(launch)
-        return 1
+        return record
 
     def run_trial(self) -> TrialOutcome:
+        with self.placement() as placed:
+            return self._run_trial_on(placed)
+
+    def _run_trial_on(self, placed: Placement) -> TrialOutcome:
         t_start = time.perf_counter()
+        asked_at = time.time()
         for _ in range(100):
-            trial = self.study.ask()
+            with self._ask_lock:  # two threads must never pop the same queued trial
+                trial = self.study.ask()
             try:
                 params = self._suggest(trial)
                 key = params_key(params)
@@ -321,7 +463,7 @@ class Controller:
                 self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
                 raise
         try:
-            return self._run_asked(trial, params, t_start)
+            return self._run_asked(trial, params, t_start, placed, asked_at)
         except BaseException:
             # whatever went wrong (a stop signal in the sampler, a storage error), never leave it RUNNING
             self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
@@ -335,14 +477,15 @@ class Controller:
                              f"of study {self.study.study_name!r} ({exc}); start a new study "
                              "with --study NAME") from None
 
-    def _run_asked(self, trial: optuna.Trial, params: dict[str, Any], t_start: float) -> TrialOutcome:
+    def _run_asked(self, trial: optuna.Trial, params: dict[str, Any], t_start: float,
+                   placed: Placement, asked_at: float) -> TrialOutcome:
         t0 = time.perf_counter()
         is_default = bool(trial.user_attrs.get("is_default")) or params == self.default_params
         overhead = time.perf_counter() - t0
         self.events.trial_started(trial.number, params, is_default)
         outcome = TrialOutcome(number=trial.number, state="FAIL", params=params,
-                               is_default=is_default)
-        measured = _Measured()
+                               is_default=is_default, nodes=placed.group.hosts())
+        measured = _Measured(placed=placed, asked_at=asked_at)
         fatal: BaseException | None = None
         try:
             measured.settings = self.space.settings(params, self.ctx)
@@ -350,6 +493,12 @@ class Controller:
         except (KeyboardInterrupt, StopSignal) as exc:
             fatal = exc
             measured.failure = LaunchFailure("interrupted", f"stopped by {exc.__class__.__name__ if isinstance(exc, KeyboardInterrupt) else exc}")
+        except ClusterLost as exc:
+            fatal = exc
+            measured.failure = LaunchFailure("interrupted", str(exc))
+        except LaunchFailed as exc:  # the default launch before a candidate could not run
+            measured.records.append(exc.record)
+            measured.failure = exc
         except BaselineFailed as exc:
             fatal = exc
             measured.failure = LaunchFailure("baseline", str(exc).splitlines()[0])
@@ -399,24 +548,30 @@ class Controller:
 
     def _measure(self, trial: optuna.Trial, measured: "_Measured", prunable: bool) -> None:
         """Launch by launch, with due baseline launches first; report each launch; prune."""
-        assert measured.settings is not None
+        assert measured.settings is not None and measured.placed is not None
+        placed = measured.placed
         planned_launches = self.plan.launches()
         for planned in planned_launches:
-            measured.baseline_launches += self.refresh_baseline(planned)
-            paired = self.baseline.latest[planned.block]  # the default launch nearest before
+            default_record = self.refresh_baseline(planned, placed)
+            if default_record is not None:
+                measured.baseline_launches += 1
+                measured.saw_kernel(default_record)
+            paired = placed.baseline.latest[planned.block]  # the default launch nearest before
             record = None
             for attempt in range(self.infra_retries + 1):
                 try:
-                    record = self.measurer.run_launch(measured.settings, planned, self._seed())
+                    record = placed.measurer.run_launch(measured.settings, planned, self._seed())
                     break
                 except LaunchFailed as exc:
                     measured.records.append(exc.record)
-                    if exc.reason != "infrastructure" or attempt == self.infra_retries:
+                    if (exc.reason != "infrastructure" or attempt == self.infra_retries
+                            or self._group_broken(placed)):
                         measured.failure = exc
                         return
             assert record is not None
             measured.records.append(record)
-            self.baseline.candidate_launched(planned.block)
+            measured.saw_kernel(record)
+            placed.baseline.candidate_launched(planned.block)
             self.events.launch_finished(record, len(planned_launches))
             for size in record.t_max_us:
                 measured.paired_default.setdefault(size, []).append(paired.t_max_us[size])
@@ -458,6 +613,15 @@ class Controller:
             "bench_seconds": round(outcome.bench_seconds, 4),
             "controller_seconds": round(measured.overhead, 6),
         }
+        if measured.placed is not None:
+            group = measured.placed.group
+            attrs["nodes"] = list(group.hosts())
+            attrs["node_names"] = list(group.host_names())
+            attrs["node_group"] = f"{group.name}:{group.label}"
+            attrs["acquire_seconds"] = round(measured.placed.acquire_seconds, 4)
+        if measured.first_kernel is not None:
+            # ask -> the first benchmark of this trial running (its paired default launch, often)
+            attrs["dispatch_seconds"] = round(measured.first_kernel - measured.asked_at, 4)
         if measured.failure is not None:
             failure = measured.failure
             attrs["fail_reason"] = failure.reason
@@ -500,6 +664,14 @@ class _Measured:
     pruned: bool = False
     failure: LaunchFailure | None = None
     overhead: float = 0.0
+    placed: Placement | None = None
+    asked_at: float = 0.0
+    first_kernel: float | None = None  # unix time the first benchmark of the trial began
+
+    def saw_kernel(self, record: LaunchRecord) -> None:
+        if record.kernel_started is not None and (self.first_kernel is None
+                                                  or record.kernel_started < self.first_kernel):
+            self.first_kernel = record.kernel_started
 
 
 class BaselineFailed(AutotuneError):

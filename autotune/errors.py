@@ -41,3 +41,12 @@ class BenchmarkOutputError(LaunchFailure):
 
     def __init__(self, detail: str, stderr_tail: str = "") -> None:
         super().__init__("crash", f"benchmark output: {detail}", stderr_tail)
+
+
+class ClusterLost(AutotuneError):
+    """The cluster that places trials is gone (the Ray head, ...): the run stops, the study stays;
+    the trial that was running is queued again for the next start."""
+
+
+class NoNodes(AutotuneError):
+    """No node group could be reserved in time (nodes lost or held by others)."""

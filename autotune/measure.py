@@ -75,6 +75,7 @@ class LaunchRecord:
     t_max_us: dict[int, float] = field(default_factory=dict)
     iters: dict[int, int] = field(default_factory=dict)
     failure: str = ""
+    kernel_started: float | None = None  # unix time rank 0 began (after MPI_Init)
     inherited_env_dropped: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
@@ -103,6 +104,11 @@ class Measurer:
         self.python = python
         self._run = run
 
+    def on(self, group) -> "Measurer":
+        """The same plan, launched on one node group (launch.groups) and run by it."""
+        return Measurer(self.plan, group, oversubscribe=self.oversubscribe, python=self.python,
+                        run=group.run)
+
     def spec(self, settings: LaunchSettings, launch: PlannedLaunch, seed: int) -> LaunchSpec:
         program = kernel_program(self.plan.collective, launch.sizes, self.plan.time_per_size, seed,
                                  python=self.python)
@@ -124,13 +130,24 @@ class Measurer:
             if failure:
                 raise failure
             output = parse_kernel_output(result.stdout, launch.sizes, self.plan.nodes * self.plan.ppn)
+            check_landing(output.hosts, self.launcher)
         except LaunchFailure as exc:
             record.failure = str(exc)
             raise LaunchFailed(exc, record) from None
         record.hosts = list(output.hosts)
+        record.kernel_started = output.started
         record.t_max_us = {s: t.t_max_us for s, t in output.timings.items()}
         record.iters = {s: t.iters for s, t in output.timings.items()}
         return record
+
+
+def check_landing(reported: tuple[str, ...], launcher: Launcher) -> None:
+    """The ranks must have run on the nodes reserved for them (when the launcher knows their
+    host names, as the Ray launcher does); anything else is the placement's fault."""
+    expected = getattr(launcher, "host_names", lambda: ())()
+    if expected and set(reported) != set(expected):
+        raise LaunchFailure("infrastructure", f"ranks ran on {', '.join(sorted(set(reported)))} "
+                            f"but the trial reserved {', '.join(sorted(expected))}")
 
 
 # What stderr says about whose fault a failed launch is.
@@ -156,6 +173,10 @@ def classify_failure(result: RunResult) -> LaunchFailure | None:
     the configuration (retried). config: MPI refused the configuration (never retried). crash:
     anything else that died, including garbage output."""
     tail = result.stderr_tail()
+    if result.extra.get("cancelled"):
+        return LaunchFailure("interrupted", "launch stopped: autotune is shutting down", tail)
+    if result.extra.get("node_lost"):
+        return LaunchFailure("infrastructure", str(result.extra["node_lost"]), tail)
     if result.timed_out:
         return LaunchFailure("timeout", f"no result after {result.seconds:.0f} s; all processes killed",
                              tail)

@@ -25,6 +25,7 @@ from .errors import AutotuneError, EnvironmentProblem, InputError
 from .launch import LocalLauncher, MpichLauncher
 from .launch.hostfile import HostListLauncher
 from .launch.hosts import read_hostfile, slurm_hosts
+from .launch.groups import NodePool, StaticPool
 from .measure import MeasurementPlan, Measurer, check_ucx_live
 from .objective import load_weights, normalize_weights, uniform_weights
 from .probe import Capabilities, HostInfo, probe_capabilities, probe_host, usable_cores
@@ -69,9 +70,14 @@ class StartOptions:
     infra_pause: float = 300.0
     confirm_top: int = 3
     confirm_rounds: int = 5
-    launcher: str = "auto"  # auto | local | hostfile | slurm
+    launcher: str = "auto"  # auto | local | hostfile | slurm | ray
     hostfile: str | None = None
     launcher_mca: tuple[tuple[str, str], ...] = ()  # site settings: remote agent, interfaces
+    launch_with: str = "mpirun"  # mpirun | srun (slurm launcher only)
+    parallel: int = 1  # trials at once, on disjoint node groups
+    ray_address: str | None = None
+    ray_resource: str = "mpi_node"
+    ray_head_grace: float = 30.0  # seconds without the Ray head before the run stops
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,7 @@ class Session:
     config: StudyConfig
     plan: MeasurementPlan
     measurer: Measurer
+    pool: NodePool
     host: HostInfo
     caps: Capabilities
     removed: tuple[Removal, ...]
@@ -105,6 +112,7 @@ class Session:
 
     def controller(self, options: StartOptions, events: Events | None) -> Controller:
         return Controller(self.study, self.space, self.config, self.measurer, self.host,
+                          pool=self.pool, parallel=options.parallel,
                           baseline_every=options.baseline_every, prune=options.prune,
                           seed=options.seed, events=events, context_values=self.context_values,
                           fingerprint=self.fingerprint,
@@ -147,23 +155,47 @@ def _short(value: Any) -> str:
 SITE_VALUE_RE = re.compile(r"[A-Za-z0-9_.,:/+*=@][A-Za-z0-9_.,:/+*=@-]{0,255}")
 
 
-def make_launcher(options: StartOptions, caps: Capabilities):
-    """The launcher for this allocation, and a line saying what was picked and why."""
-    choice = options.launcher
+RESOURCE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+
+
+def pick_launcher(options: StartOptions) -> tuple[str, str]:
+    """(launcher name, why): --launcher, else what the environment says, else this machine."""
+    if options.launcher != "auto":
+        return options.launcher, "--launcher"
+    if options.ray_address or os.environ.get("RAY_ADDRESS"):
+        return "ray", "--ray-address given" if options.ray_address else "RAY_ADDRESS is set"
+    if os.environ.get("SLURM_JOB_NODELIST"):
+        return "slurm", "SLURM_JOB_NODELIST is set"
+    if options.hostfile:
+        return "hostfile", "--hostfile given"
+    return "local", "no allocation found"
+
+
+def make_pool(options: StartOptions, caps: Capabilities) -> tuple[NodePool, str]:
+    """The node pool trials run on (one group per running trial), and a line saying what was
+    picked and why."""
     for name, value in options.launcher_mca:
         if not re.fullmatch(r"[a-z][a-z0-9_]{0,127}", name) or not SITE_VALUE_RE.fullmatch(value):
             raise InputError(f"--launcher-mca {name}={value}: invalid name or value")
-    if choice == "auto":
-        if os.environ.get("SLURM_JOB_NODELIST"):
-            choice = "slurm"
-        elif options.hostfile:
-            choice = "hostfile"
-        else:
-            choice = "local"
-        why = {"slurm": "SLURM_JOB_NODELIST is set", "hostfile": "--hostfile given",
-               "local": "no allocation found"}[choice]
-    else:
-        why = "--launcher"
+    choice, why = pick_launcher(options)
+    if options.launch_with != "mpirun" and choice != "slurm":
+        raise InputError(f"--launch-with {options.launch_with} needs the slurm launcher "
+                         f"(this is {choice})")
+    if choice == "ray":
+        if not RESOURCE_RE.fullmatch(options.ray_resource):
+            raise InputError(f"--ray-resource {options.ray_resource!r}: not a resource name")
+        from .launch.raynodes import RayPool
+
+        pool = RayPool(options.ray_address, options.nodes, options.parallel,
+                       resource=options.ray_resource, site_mca=options.launcher_mca,
+                       head_grace=options.ray_head_grace)
+        return pool, f"launcher: ray ({why}; {pool.describe()})"
+    launcher, note = make_launcher(options, caps, choice, why)
+    return StaticPool(launcher, options.nodes, options.parallel), note
+
+
+def make_launcher(options: StartOptions, caps: Capabilities, choice: str, why: str):
+    """A launcher over a fixed host list, and a line saying what was picked and why."""
     if choice == "hostfile":
         if not options.hostfile:
             raise InputError("--launcher hostfile needs --hostfile FILE")
@@ -172,14 +204,16 @@ def make_launcher(options: StartOptions, caps: Capabilities):
         nodelist = os.environ.get("SLURM_JOB_NODELIST")
         if not nodelist:
             raise InputError("--launcher slurm outside a Slurm allocation (no SLURM_JOB_NODELIST)")
-        launcher = HostListLauncher("slurm", slurm_hosts(nodelist), options.launcher_mca)
+        launcher = HostListLauncher("slurm", slurm_hosts(nodelist), options.launcher_mca,
+                                    method=options.launch_with)
     elif caps.mpi_family == "mpich":
         launcher = MpichLauncher()
     else:
         launcher = LocalLauncher()
     hosts = launcher.hosts()
     shown = ", ".join(hosts[:4]) + (f", ... ({len(hosts)} hosts)" if len(hosts) > 4 else "")
-    return launcher, f"launcher: {launcher.name} ({why}; hosts {shown})"
+    method = f", {options.launch_with}" if choice == "slurm" else ""
+    return launcher, f"launcher: {launcher.name} ({why}; hosts {shown}{method})"
 
 
 def study_identity(options: StartOptions) -> tuple[str, str]:
@@ -223,14 +257,14 @@ def prepare_session(options: StartOptions) -> Session:
     space = load_space(options.space)
     chosen = choose_sizes(options.collective, options.sizes, options.weights_file)
     caps = probe_capabilities()
-    launcher, launcher_note = make_launcher(options, caps)
-    if not getattr(launcher, "mpirun", True):
+    if not shutil.which("mpirun") and options.launch_with == "mpirun":
         raise EnvironmentProblem("mpirun not found on PATH: install Open MPI "
                                  "(apt-get install openmpi-bin libopenmpi-dev ucx-utils)")
-    if options.nodes > len(launcher.hosts()):
-        raise EnvironmentProblem(f"--nodes {options.nodes} but only {len(launcher.hosts())} host(s) "
-                                 f"are available ({', '.join(launcher.hosts())}, {launcher.name} "
-                                 "launcher); use --hostfile or a Slurm allocation")
+    hosts = _static_hosts(options, caps)
+    if hosts is not None and options.nodes > len(hosts):
+        raise EnvironmentProblem(f"--nodes {options.nodes} but only {len(hosts)} host(s) "
+                                 f"are available ({', '.join(hosts)}); use --hostfile, a Slurm "
+                                 "allocation or a Ray cluster")
     host = probe_host(caps)
     ppn = options.ppn or host.cores
     if ppn > host.cores and not options.oversubscribe:
@@ -250,17 +284,32 @@ def prepare_session(options: StartOptions) -> Session:
     lock = StudyLock.of(storage_url, name)
     lock.acquire(Owner(pid=os.getpid(), host=socket.gethostname(), started=time.time(), study=name,
                        log=str(lock.log)))
+    pool = None
     try:
-        session = _prepare_locked(options, space, chosen, launcher, host, ppn, caps, ctx,
+        pool, launcher_note = make_pool(options, caps)
+        session = _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx,
                                   resolved, config, name, lock)
         session.notes.insert(0, launcher_note)
+        if options.parallel > 1:
+            session.notes.insert(1, f"{options.parallel} trials at once on disjoint node groups: "
+                                    "they may disturb each other through a shared network")
         return session
     except BaseException:
+        if pool is not None:
+            pool.close()
         lock.release()
         raise
 
 
-def _prepare_locked(options, space, chosen, launcher, host, ppn, caps, ctx, resolved, config,
+def _static_hosts(options: StartOptions, caps: Capabilities) -> tuple[str, ...] | None:
+    """The hosts of a fixed allocation (None for Ray: its nodes are counted on connecting)."""
+    choice, why = pick_launcher(options)
+    if choice == "ray":
+        return None
+    return make_launcher(options, caps, choice, why)[0].hosts()
+
+
+def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved, config,
                     name, lock) -> Session:
     plan = MeasurementPlan(collective=options.collective, nodes=options.nodes, ppn=ppn,
                            sizes=chosen.sizes, repetitions=options.repetitions,
@@ -295,7 +344,7 @@ def _prepare_locked(options, space, chosen, launcher, host, ppn, caps, ctx, reso
                               f"{_short(getattr(config, k))}" for k in diff[:2])
             raise InputError(f"study {name!r} was created with different {', '.join(diff)} "
                              f"({shown}); use --study NAME for a new study")
-    fingerprint = fingerprint_of(caps, host, config, launcher.hosts()[:config.nodes])
+    fingerprint = fingerprint_of(caps, host, config, pool.hosts()[:config.nodes * options.parallel])
     earlier = study.user_attrs.get(FINGERPRINT_ATTR)
     if earlier and not options.force:
         changed = [k for k in FINGERPRINT_STRICT if earlier.get(k) != fingerprint.get(k)]
@@ -306,8 +355,9 @@ def _prepare_locked(options, space, chosen, launcher, host, ppn, caps, ctx, reso
                              "continues anyway")
     study.set_user_attr(FINGERPRINT_ATTR, fingerprint)
     recovered = recover_abandoned(study)
-    measurer = Measurer(plan, launcher, oversubscribe=options.oversubscribe)
-    session = Session(study=study, space=resolved.space, config=config, plan=plan, measurer=measurer, host=host,
+    measurer = Measurer(plan, None, oversubscribe=options.oversubscribe)  # bound per group
+    session = Session(study=study, space=resolved.space, config=config, plan=plan,
+                      measurer=measurer, pool=pool, host=host,
                       caps=caps, removed=resolved.removed, context_values=resolved.context_values,
                       space_name=space.name, resumed_trials=len(study.trials), recovered=recovered,
                       fingerprint=fingerprint, lock=lock)
@@ -333,7 +383,11 @@ def _prepare_locked(options, space, chosen, launcher, host, ppn, caps, ctx, reso
     enqueue_default(study, default_params)  # before any warm start: the default is trial 0
     searches_ucx = any(p.name.startswith("UCX_") for p in resolved.space.for_context(ctx))
     if options.check_live and searches_ucx and caps.mpi_family == "openmpi":
-        session.ucx_live_checked = check_ucx_live(measurer, default_settings)
+        group = pool.acquire()
+        try:
+            session.ucx_live_checked = check_ucx_live(measurer.on(group), default_settings)
+        finally:
+            pool.release(group)
     if options.warm_start:
         session.warm_started = enqueue_warm_start(study, options.warm_start, resolved.space, ctx,
                                                   resolved.context_values, options.collective,

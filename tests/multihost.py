@@ -38,6 +38,15 @@ def create(tmp: Path, count: int = 2) -> TestBed:
         _ip("link", "add", bridge, "type", "bridge")
     except subprocess.CalledProcessError as exc:
         raise RuntimeError(f"cannot create a bridge: {exc.stderr.decode().strip()}") from None
+    try:
+        return _build(tmp, count, tag, n, bridge)
+    except BaseException:
+        destroy()
+        raise
+
+
+def _build(tmp: Path, count: int, tag: str, n: int, bridge: str) -> TestBed:
+    tmp.mkdir(parents=True, exist_ok=True)
     _ip("addr", "add", f"10.78.{n}.1/24", "dev", bridge)
     _ip("link", "set", bridge, "up")
     hosts, cases = [], []

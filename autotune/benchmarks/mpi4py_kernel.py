@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import time
 import socket
 import sys
 import traceback
@@ -75,7 +76,8 @@ def run(args: argparse.Namespace) -> None:
     rank = comm.Get_rank()
     hosts = comm.gather(socket.gethostname(), root=0)
     if rank == 0:
-        emit({"kind": "start", "ranks": comm.Get_size(), "collective": args.collective,
+        emit({"kind": "start", "time": time.time(), "ranks": comm.Get_size(),
+              "collective": args.collective,
               "hosts": list(dict.fromkeys(hosts)), "rank_hosts": hosts,
               "mpi_library": MPI.Get_library_version().replace("\x00", "").splitlines()[0].strip()})
     sizes = list(args.sizes)

@@ -57,6 +57,7 @@ class KernelOutput:
     hosts: tuple[str, ...]
     mpi_library: str
     timings: dict[int, SizeTiming]
+    started: float | None = None  # unix time rank 0 passed MPI_Init
 
 
 def kernel_program(collective: str, sizes: tuple[int, ...], time_per_size: float,
@@ -120,5 +121,8 @@ def parse_kernel_output(stdout: str, sizes: tuple[int, ...], ranks: int) -> Kern
     hosts = start.get("hosts")
     if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
         raise BenchmarkOutputError("start record has no host list")
+    started = start.get("time")
+    if isinstance(started, bool) or not isinstance(started, (int, float)) or not math.isfinite(started):
+        started = None
     return KernelOutput(ranks=ranks, hosts=tuple(hosts), mpi_library=str(start.get("mpi_library", "")),
-                        timings=timings)
+                        timings=timings, started=started)

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 from ._base import Command, RunResult
@@ -97,8 +98,35 @@ def _die_with_parent() -> None:
         pass
 
 
-def run_command(command: Command, timeout: float) -> RunResult:
-    """Start argv (no shell) in a new session; output goes to temp files so a flood cannot block."""
+CANCEL_POLL_SECONDS = 0.2
+
+
+def _wait(proc: subprocess.Popen, timeout: float, cancel: threading.Event | None) -> str:
+    """Wait for the process: "" when it exited, else "timeout" or "cancelled"."""
+    if cancel is None:
+        try:
+            proc.wait(timeout=timeout)
+            return ""
+        except subprocess.TimeoutExpired:
+            return "timeout"
+    deadline = time.monotonic() + timeout
+    while True:
+        if cancel.is_set():
+            return "cancelled"
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return "timeout"
+        try:
+            proc.wait(timeout=min(left, CANCEL_POLL_SECONDS))
+            return ""
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def run_command(command: Command, timeout: float,
+                cancel: threading.Event | None = None) -> RunResult:
+    """Start argv (no shell) in a new session; output goes to temp files so a flood cannot block.
+    Setting `cancel` (another thread stopping the run) kills the launch like a timeout does."""
     env, dropped = launch_environment(dict(command.env))
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.time()
@@ -111,18 +139,18 @@ def run_command(command: Command, timeout: float) -> RunResult:
             return RunResult(argv=command.argv, returncode=None, stdout="", stderr=str(exc),
                              seconds=time.monotonic() - t0, started=started,
                              extra={"spawn_error": exc.strerror or str(exc)})
-        timed_out = False
+        ended = "cancelled"
         try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            ended = _wait(proc, timeout, cancel)
         finally:
             # mpirun may leave daemons or ranks behind even after exiting: clean the session.
             kill_session(proc)
         seconds = time.monotonic() - t0
         stdout, cut_out = _read_capped(out)
         stderr, cut_err = _read_capped(err)
-    return RunResult(argv=command.argv, returncode=None if timed_out else proc.returncode,
+    extra: dict[str, object] = {"inherited_env_dropped": dropped} if dropped else {}
+    if ended == "cancelled":
+        extra["cancelled"] = True
+    return RunResult(argv=command.argv, returncode=None if ended else proc.returncode,
                      stdout=stdout, stderr=stderr, seconds=seconds, started=started,
-                     timed_out=timed_out, output_truncated=cut_out or cut_err,
-                     extra={"inherited_env_dropped": dropped} if dropped else {})
+                     timed_out=ended == "timeout", output_truncated=cut_out or cut_err, extra=extra)

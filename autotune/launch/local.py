@@ -42,6 +42,9 @@ class LocalLauncher:
     def hosts(self) -> tuple[str, ...]:
         return (socket.gethostname(),)
 
+    def on_hosts(self, hosts: tuple[str, ...]) -> "LocalLauncher":
+        return self  # one host: every group is this machine
+
     def command(self, spec: LaunchSpec) -> Command:
         if not self.mpirun:
             raise EnvironmentProblem("mpirun not found on PATH: install Open MPI "

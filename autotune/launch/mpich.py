@@ -18,6 +18,9 @@ class MpichLauncher:
     def hosts(self) -> tuple[str, ...]:
         return (socket.gethostname(),)
 
+    def on_hosts(self, hosts: tuple[str, ...]) -> "MpichLauncher":
+        return self  # this machine only
+
     def command(self, spec: LaunchSpec) -> Command:
         if spec.mca:
             names = ", ".join(name for name, _ in spec.mca)
