@@ -11,6 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SUBNET = "10.78.{n}.0/24"
+_created = 0
+
+
+def _prefix() -> str:
+    return f"at{os.getpid() % 100000}x"
 
 
 @dataclass
@@ -18,6 +23,8 @@ class TestBed:
     hosts: list[str]
     agent: str
     site_mca: list[str]  # --launcher-mca values
+    tag: str = ""  # prefix of the namespaces (<tag>h1, ...) and links
+    gateway: str = ""  # this machine's address on the bridge
 
     def launcher_args(self) -> list[str]:
         return [arg for item in self.site_mca for arg in ("--launcher-mca", item)]
@@ -31,8 +38,10 @@ def create(tmp: Path, count: int = 2) -> TestBed:
     """Build `count` hosts; raise RuntimeError with the reason when namespaces are not possible."""
     if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("unshare"):
         raise RuntimeError("network namespaces need root, iproute2 and unshare")
-    tag = f"at{os.getpid() % 100000}"
-    n = os.getpid() % 200 + 20
+    global _created
+    _created += 1
+    tag = f"{_prefix()}{_created}"  # fresh names per bed: a deleted one may linger a moment
+    n = (os.getpid() + 37 * _created) % 200 + 20
     bridge = f"{tag}br"
     try:
         _ip("link", "add", bridge, "type", "bridge")
@@ -67,15 +76,19 @@ def _build(tmp: Path, count: int, tag: str, n: int, bridge: str) -> TestBed:
                      'exec ip netns exec $ns unshare --uts sh -c "hostname $ns; $*"\n')
     agent.chmod(0o755)
     subnet = SUBNET.format(n=n)
-    return TestBed(hosts=hosts, agent=str(agent),
+    return TestBed(hosts=hosts, agent=str(agent), tag=tag, gateway=f"10.78.{n}.1",
                    site_mca=[f"plm_rsh_agent={agent}", f"oob_tcp_if_include={subnet}",
                              f"btl_tcp_if_include={subnet}"])
 
 
 def destroy() -> None:
-    tag = f"at{os.getpid() % 100000}"
+    """Remove every bed this process made."""
+    tag = _prefix()
     for ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split("\n"):
         name = ns.split(" ")[0]
         if name.startswith(tag):
             subprocess.run(["ip", "netns", "del", name], capture_output=True)
-    subprocess.run(["ip", "link", "del", f"{tag}br"], capture_output=True)
+    for line in subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout.splitlines():
+        name = line.split(" ")[0].split("@")[0]
+        if name.startswith(tag) and name.endswith("br"):
+            subprocess.run(["ip", "link", "del", name], capture_output=True)

@@ -91,8 +91,7 @@ def wait_for_nodes(address: str, count: int, timeout: float = 90.0) -> None:
 def create(tmp: Path, workers: int = 4) -> RayBed:
     """Build the hosts and the cluster; raise RuntimeError with the reason when it cannot be."""
     bed = multihost.create(tmp, workers)
-    n = os.getpid() % 200 + 20
-    head_ip = f"10.78.{n}.1"
+    head_ip = bed.gateway
     port = _free_port(head_ip)
     address = f"{head_ip}:{port}"
     root = Path(tempfile.mkdtemp(prefix="atr", dir="/tmp"))  # short: Ray's socket paths <= 107 B
@@ -102,8 +101,7 @@ def create(tmp: Path, workers: int = 4) -> RayBed:
                              "--object-store-memory=80000000", f"--temp-dir={root}/head"],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    tag = f"at{os.getpid() % 100000}"
-    namespaces = [f"{tag}h{i}" for i in range(1, workers + 1)]
+    namespaces = [f"{bed.tag}h{i}" for i in range(1, workers + 1)]
     ray_bed = RayBed(bed=bed, address=address, namespaces=namespaces, head=head, root=root)
     for ns, ip in zip(namespaces, bed.hosts):
         line = (f"hostname {ns}; exec {RAY} start --block --address={address} "

@@ -124,7 +124,7 @@ class RayGroup:
         try:
             result: RunResult = ray.get(ref)
         except ray.exceptions.RayError as exc:
-            self.pool.check_head()
+            self.pool.wait_for_head()  # a task dies with the head too: that is not this group's fault
             self.lost = self.pool.lost_nodes(self.nodes) or (
                 f"Ray task failed on {self.nodes[0].hostname}: {type(exc).__name__}: "
                 f"{str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}")
@@ -176,6 +176,8 @@ class RayPool:
         self._groups: dict[str, RayGroup] = {}
         os.environ.setdefault(RECONNECT_ENV, "86400")
         address = address or os.environ.get("RAY_ADDRESS") or "auto"
+        if address != "auto":
+            _check_reachable(address)
         try:
             ray.init(address=address, namespace="autotune", logging_level=logging.ERROR,
                      log_to_driver=False)
@@ -229,11 +231,21 @@ class RayPool:
             raise ClusterLost(f"the Ray head ({self.gcs[0]}:{self.gcs[1]}) has been unreachable for "
                               f"{now - self._head_down_since:.0f} s")
 
+    def wait_for_head(self) -> None:
+        """Return once the head answers; raise ClusterLost when it stays away `head_grace` s."""
+        while not self.head_reachable():
+            self.check_head()
+            time.sleep(POLL_SECONDS)
+        self._head_down_since = None
+
     def lost_nodes(self, nodes: tuple[RayNode, ...]) -> str:
         """Why the group is broken ("" while all its nodes are alive)."""
         if not self.head_reachable():
             return ""  # cannot tell; check_head decides about the head
-        alive = {n["NodeID"]: n.get("Alive", False) for n in ray.nodes()}
+        try:
+            alive = {n["NodeID"]: n.get("Alive", False) for n in ray.nodes()}
+        except Exception:  # noqa: BLE001 - the head went away meanwhile; check_head decides
+            return ""
         dead = [n for n in nodes if not alive.get(n.node_id)]
         if not dead:
             return ""
@@ -244,6 +256,15 @@ class RayPool:
 
     def acquire(self, timeout: float | None = None) -> RayGroup:
         timeout = self.acquire_timeout if timeout is None else timeout
+        try:
+            return self._acquire(timeout)
+        except ray.exceptions.RayError as exc:  # e.g. GetTimeoutError while the head is gone
+            self.wait_for_head()
+            raise NoNodes(f"could not reserve {self.nodes} Ray node(s): {type(exc).__name__}: "
+                          f"{str(exc).splitlines()[0][:200] if str(exc) else ''}") from None
+
+    def _acquire(self, timeout: float) -> RayGroup:
+        self.wait_for_head()
         pg = placement_group([{self.resource: 1}] * self.nodes, strategy="STRICT_SPREAD",
                              name=f"autotune-{uuid.uuid4().hex[:12]}")
         t0 = time.monotonic()
@@ -306,3 +327,18 @@ class RayPool:
 def _split_address(address: str) -> tuple[str, int]:
     host, _, port = address.rpartition(":")
     return host, int(port)
+
+
+def _check_reachable(address: str) -> None:
+    """Fail at once on an address nobody answers (ray.init would wait a long time)."""
+    if "://" in address:
+        raise InputError(f"Ray address {address!r}: give the cluster's HOST:PORT (the GCS address "
+                         "that `ray start --head` prints), not a client URL")
+    try:
+        host, port = _split_address(address)
+    except ValueError:
+        raise InputError(f"Ray address {address!r}: expected HOST:PORT") from None
+    try:
+        socket.create_connection((host, port), timeout=5.0).close()
+    except OSError as exc:
+        raise EnvironmentProblem(f"no Ray cluster answers at {address}: {exc.strerror or exc}") from None

@@ -54,3 +54,26 @@ def test_study_across_two_hosts_in_a_slurm_allocation(testbed, autotune_cli, tmp
     proc = run_study(autotune_cli, testbed, extra_env={"SLURM_JOB_NODELIST": nodelist})
     assert "launcher: slurm (SLURM_JOB_NODELIST is set" in proc.stderr
     check_ran_on_both(tmp_path, testbed)
+
+
+def test_parallel_trials_on_the_two_hosts(testbed, autotune_cli, tmp_path):
+    """--parallel 2 with --nodes 1: two trials at once, each on its own host."""
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("".join(f"{h} slots=1\n" for h in testbed.hosts))
+    autotune_cli("start", "--collective", "allreduce", "--nodes", "1", "--ppn", "1", "--trials", "4",
+                 "--sizes", "8:64", "--repetitions", "3", "--stages", "1", "--time-per-size", "0.02",
+                 "--confirm", "0", "--no-check-live", "--seed", "1", "--hostfile", str(hostfile),
+                 "--parallel", "2", *testbed.launcher_args(), "--foreground", check=True)
+    study = optuna.load_study(study_name="allreduce-1n1p-openmpi-ucx+openmpi-tuned",
+                              storage=f"sqlite:///{tmp_path / 'home' / 'autotune.db'}")
+    trials = [t for t in study.trials if t.state != optuna.trial.TrialState.WAITING]
+    assert {tuple(t.user_attrs["nodes"]) for t in trials} == {(h,) for h in testbed.hosts}
+    overlaps = [(a, b) for i, a in enumerate(trials) for b in trials[i + 1:]
+                if a.datetime_start < b.datetime_complete and b.datetime_start < a.datetime_complete]
+    assert overlaps
+    for a, b in overlaps:
+        assert a.user_attrs["nodes"] != b.user_attrs["nodes"]
+        # every launch of a trial, its default launches included, stayed on the trial's host
+        for t in (a, b):
+            assert all(launch["argv"][launch["argv"].index("--host") + 1] == f"{t.user_attrs['nodes'][0]}:1"
+                       for launch in t.user_attrs["launches"])

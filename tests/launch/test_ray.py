@@ -124,7 +124,9 @@ def test_killing_a_node_mid_trial_fails_only_that_trial(cluster, tmp_path):
     lost = trials[on_killed[0]]
     assert lost.state == TrialState.FAIL
     assert lost.user_attrs["fail_reason"] == "infrastructure", lost.user_attrs.get("fail_detail")
-    assert trials[others[0]].state in (TrialState.COMPLETE, TrialState.PRUNED)
+    # the trial on the other nodes ran to its own end (which may be MPI refusing its config)
+    assert trials[others[0]].user_attrs.get("fail_reason") in (None, "config")
+    assert trials[others[0]].user_attrs["launch_count"] >= 1
     # the study went on without the dead node; nothing after it failed or used it
     later = [t for t in trials.values() if t.number > max(during) and t.state != TrialState.WAITING]
     assert later and all(t.user_attrs.get("fail_reason") in (None, "config") for t in later)
