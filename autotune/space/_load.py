@@ -23,7 +23,8 @@ SPACES_DIR = Path(__file__).resolve().parent.parent.parent / "search_spaces"
 MAX_SPACE_BYTES = 256 * 1024
 STACKS = ("openmpi", "mpich", "cray-mpich", "any")
 COLLECTIVES = ("allreduce", "allgather", "alltoall", "bcast", "reduce")
-REQUIREMENT_KINDS = ("mca_component", "ucx_transport", "ucx_feature", "mpi")
+REQUIREMENT_KINDS = ("mca_component", "ucx_transport", "ucx_feature", "mpi", "scope")
+REQUIRED_SCOPES = ("single-node", "multi-node")
 CONTEXT_PROPERTIES = ("nps",)
 
 ENV_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,127}$")
@@ -264,6 +265,8 @@ def _parse_requirements(raw: Any, where: str) -> tuple[Requirement, ...]:
         for v in values:
             if not isinstance(v, str) or not re.fullmatch(r"[a-z0-9_/-]{1,64}", v):
                 raise SpaceError(f"{where}: {kind}: {v!r} is not a valid name")
+            if kind == "scope" and v not in REQUIRED_SCOPES:
+                raise SpaceError(f"{where}: scope: {v!r} is not one of {', '.join(REQUIRED_SCOPES)}")
             if kind == "mca_component" and "/" not in v:
                 raise SpaceError(f"{where}: mca_component: write framework/component, e.g. coll/hcoll")
             out.append(Requirement(kind, v))

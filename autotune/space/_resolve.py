@@ -31,8 +31,13 @@ class ResolvedSpace:
     context_values: dict[str, Any]  # context parameter -> this allocation's value
 
 
-def unmet(requirement: Requirement, caps: Capabilities) -> str:
+def unmet(requirement: Requirement, caps: Capabilities, ctx: TrialContext | None = None) -> str:
     """Why a requirement does not hold here, or '' when it does."""
+    if requirement.kind == "scope":
+        nodes = ctx.nodes if ctx else 1
+        if (requirement.value == "single-node") == (nodes > 1):
+            return f"{requirement.value} only; this study runs on {nodes} node(s)"
+        return ""
     if requirement.kind == "mca_component":
         framework, _, component = requirement.value.partition("/")
         if not caps.has_component(framework, component):
@@ -72,7 +77,7 @@ def resolve(space: SearchSpace, caps: Capabilities, ctx: TrialContext) -> Resolv
             drop.add(p.name)
             removed.append(Removal(p.name, None, f"{p.scope} only; this study runs on {ctx.nodes} node(s)"))
             continue
-        reasons = [r for r in (unmet(req, caps) for req in p.requires) if r]
+        reasons = [r for r in (unmet(req, caps, ctx) for req in p.requires) if r]
         if reasons:
             drop.add(p.name)
             removed.append(Removal(p.name, None, reasons[0]))
@@ -102,7 +107,7 @@ def resolve(space: SearchSpace, caps: Capabilities, ctx: TrialContext) -> Resolv
                                  f"{', '.join(map(str, choices))}")
             context_values[p.name] = value
         for choice, requirements in p.choice_requires:
-            reasons = [r for r in (unmet(req, caps) for req in requirements) if r]
+            reasons = [r for r in (unmet(req, caps, ctx) for req in requirements) if r]
             if reasons and choice in choices:
                 choices = tuple(c for c in choices if c != choice)
                 removed.append(Removal(p.name, choice, reasons[0]))

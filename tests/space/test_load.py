@@ -118,3 +118,14 @@ def test_composed_spaces_refuse_duplicates_and_mixed_stacks(tmp_path):
 def test_unknown_space_name():
     with pytest.raises(SpaceError, match="unknown search space"):
         load_space("no-such-space")
+
+
+def test_scope_requirement_must_name_a_scope(tmp_path):
+    from autotune.errors import SpaceError
+    from autotune.space import load_space
+    path = tmp_path / "s.yaml"
+    path.write_text("format: 1\nname: s\nparameters:\n"
+                    "  - {name: UCX_TLS, apply: env, choices: [all, sm], default: all,\n"
+                    "     choice_requires: {sm: {scope: one-node}}}\n")
+    with pytest.raises(SpaceError, match="'one-node' is not one of single-node, multi-node"):
+        load_space(str(path))

@@ -68,3 +68,15 @@ def test_allocation_nps_outside_the_choices_is_an_error():
     odd = Capabilities(**{**OMPI.__dict__, "numa": NumaLayout(sockets=1, numa_nodes=3, cores=48)})
     with pytest.raises(SpaceError, match="NPS of this allocation is 3"):
         resolve(load_space("openmpi-ucx"), odd, TrialContext("allreduce", 1))
+
+
+def test_on_node_transport_sets_leave_multi_node_studies():
+    space = load_space("openmpi-ucx")
+    one = resolve(space, OMPI, TrialContext("allreduce", 1)).space
+    two = resolve(space, OMPI, TrialContext("allreduce", 2))
+    tls_one = next(p for p in one.parameters if p.name == "UCX_TLS").choices
+    tls_two = next(p for p in two.space.parameters if p.name == "UCX_TLS").choices
+    assert "self,sm" in tls_one and "sm" in tls_one
+    assert set(tls_two) & {"sm", "self,sm", "self,posix,cma", "self,sysv,cma"} == set()
+    assert "all" in tls_two and "self,tcp" in tls_two
+    assert "UCX_TLS=self,sm: single-node only; this study runs on 2 node(s)" in map(str, two.removed)
