@@ -273,8 +273,8 @@ class Controller:
                         break
                     summary.outcomes.append(self.run_trial())
                     self.pause_if_infrastructure_keeps_failing()
-            if not summary.stopped_because:
-                self.run_confirmation(deadline)
+            if not summary.stopped_because or summary.stopped_because.startswith("time budget"):
+                self.run_confirmation(deadline)  # it checks the deadline itself
         except (KeyboardInterrupt, StopSignal) as exc:
             summary.interrupted = True
             summary.stopped_because = f"stopped by {exc.__class__.__name__ if isinstance(exc, KeyboardInterrupt) else exc}"
@@ -321,9 +321,9 @@ class Controller:
 
         threads = [threading.Thread(target=worker, name=f"autotune-trial-{i + 1}", daemon=True)
                    for i in range(self.parallel)]
-        for thread in threads:
-            thread.start()
         try:
+            for thread in threads:
+                thread.start()
             while any(t.is_alive() for t in threads):
                 for thread in threads:
                     thread.join(timeout=0.5)
@@ -331,7 +331,8 @@ class Controller:
             self.stopping.set()
             self.pool.cancel_all()
             for thread in threads:
-                thread.join()
+                if thread.is_alive():
+                    thread.join()
             raise
         if errors:
             raise errors[0]
@@ -387,7 +388,10 @@ class Controller:
         reason = (f"{self.infra_in_a_row} trials in a row failed for infrastructure reasons (nodes, "
                   f"launcher); pausing {self.infra_pause_seconds:.0f} s before trying again")
         self.events.paused(reason, self.infra_pause_seconds)
-        time.sleep(self.infra_pause_seconds)
+        if self.parallel > 1:
+            self.stopping.wait(self.infra_pause_seconds)  # a stop must not wait for the pause
+        else:
+            time.sleep(self.infra_pause_seconds)  # a stop signal interrupts it
         self.infra_in_a_row = 0
 
     def _seed(self) -> int:
@@ -448,7 +452,8 @@ class Controller:
             with self._ask_lock:  # two threads must never pop the same queued trial
                 trial = self.study.ask()
             try:
-                params = self._suggest(trial)
+                with self._ask_lock:  # the sampler's state is not thread-safe
+                    params = self._suggest(trial)
                 key = params_key(params)
                 if key not in self.known_invalid:
                     break

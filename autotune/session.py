@@ -162,12 +162,14 @@ def pick_launcher(options: StartOptions) -> tuple[str, str]:
     """(launcher name, why): --launcher, else what the environment says, else this machine."""
     if options.launcher != "auto":
         return options.launcher, "--launcher"
-    if options.ray_address or os.environ.get("RAY_ADDRESS"):
-        return "ray", "--ray-address given" if options.ray_address else "RAY_ADDRESS is set"
+    if options.ray_address:
+        return "ray", "--ray-address given"
     if os.environ.get("SLURM_JOB_NODELIST"):
         return "slurm", "SLURM_JOB_NODELIST is set"
     if options.hostfile:
         return "hostfile", "--hostfile given"
+    if os.environ.get("RAY_ADDRESS"):
+        return "ray", "RAY_ADDRESS is set"
     return "local", "no allocation found"
 
 
@@ -257,9 +259,7 @@ def prepare_session(options: StartOptions) -> Session:
     space = load_space(options.space)
     chosen = choose_sizes(options.collective, options.sizes, options.weights_file)
     caps = probe_capabilities()
-    if not shutil.which("mpirun") and options.launch_with == "mpirun":
-        raise EnvironmentProblem("mpirun not found on PATH: install Open MPI "
-                                 "(apt-get install openmpi-bin libopenmpi-dev ucx-utils)")
+    _check_launch_tool(options, caps)
     hosts = _static_hosts(options, caps)
     if hosts is not None and options.nodes > len(hosts):
         raise EnvironmentProblem(f"--nodes {options.nodes} but only {len(hosts)} host(s) "
@@ -299,6 +299,21 @@ def prepare_session(options: StartOptions) -> Session:
             pool.close()
         lock.release()
         raise
+
+
+def _check_launch_tool(options: StartOptions, caps: Capabilities) -> None:
+    """The command the chosen launcher starts ranks with must exist here (Ray: on the nodes)."""
+    choice, _ = pick_launcher(options)
+    if choice == "ray":
+        return
+    if choice == "slurm" and options.launch_with == "srun":
+        tool, hint = "srun", "--launch-with srun runs inside a Slurm allocation"
+    elif choice == "local" and caps.mpi_family == "mpich":
+        tool, hint = "mpiexec", "install MPICH's mpiexec"
+    else:
+        tool, hint = "mpirun", "install Open MPI (apt-get install openmpi-bin libopenmpi-dev ucx-utils)"
+    if not shutil.which(tool):
+        raise EnvironmentProblem(f"{tool} not found on PATH: {hint}")
 
 
 def _static_hosts(options: StartOptions, caps: Capabilities) -> tuple[str, ...] | None:

@@ -89,13 +89,17 @@ def launch_environment(extra: dict[str, str]) -> tuple[dict[str, str], list[str]
 _PR_SET_PDEATHSIG = 1
 
 
+try:  # looked up here: the child of a threaded process must only make the call
+    _prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
+except OSError:
+    _prctl = None
+
+
 def _die_with_parent() -> None:
     """In the child before exec: get SIGTERM if autotune dies (even by SIGKILL), so mpirun cleans
     up its ranks instead of running on as an orphan."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:
-        pass
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 CANCEL_POLL_SECONDS = 0.2

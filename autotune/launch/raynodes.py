@@ -114,7 +114,7 @@ class RayGroup:
         (up to `pool.node_verdict` s) so the trial fails at once and no later trial gets the
         dead node; a group that stays healthy is retried as usual."""
         end = time.monotonic() + self.pool.node_verdict
-        while not self.lost and time.monotonic() < end:
+        while not self.lost and time.monotonic() < end and not self.pool.cancel.is_set():
             self.pool.check_head()
             self.lost = self.pool.lost_nodes(self.nodes)
             if not self.lost:
@@ -125,10 +125,12 @@ class RayGroup:
             result: RunResult = ray.get(ref)
         except ray.exceptions.RayError as exc:
             self.pool.wait_for_head()  # a task dies with the head too: that is not this group's fault
-            self.lost = self.pool.lost_nodes(self.nodes) or (
-                f"Ray task failed on {self.nodes[0].hostname}: {type(exc).__name__}: "
-                f"{str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}")
-            return self._failed(command, started, t0, node_lost=self.lost)
+            self.lost = self.pool.lost_nodes(self.nodes)
+            # a dead node, or a task that died for another reason (Ray's memory monitor, ...):
+            # infrastructure either way; only a dead node makes retrying on this group futile
+            why = self.lost or (f"Ray task failed on {self.nodes[0].hostname}: {type(exc).__name__}: "
+                                f"{str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}")
+            return self._failed(command, started, t0, node_lost=why)
         if result.extra.get("token") != token:
             raise ClusterLost("a Ray task returned another launch's result; refusing to count it")
         if result.extra.get("node_id") != self.nodes[0].node_id:
@@ -174,6 +176,7 @@ class RayPool:
         self.cancel = threading.Event()
         self._head_down_since: float | None = None
         self._groups: dict[str, RayGroup] = {}
+        self._unremoved: list = []  # placement groups whose removal has to be retried
         os.environ.setdefault(RECONNECT_ENV, "86400")
         address = address or os.environ.get("RAY_ADDRESS") or "auto"
         if address != "auto":
@@ -198,7 +201,8 @@ class RayPool:
     def mpi_nodes(self) -> list[RayNode]:
         return sorted((RayNode(n["NodeID"], n["NodeManagerAddress"], n["NodeManagerHostname"])
                        for n in ray.nodes()
-                       if n.get("Alive") and n.get("Resources", {}).get(self.resource, 0) >= 1),
+                       # exactly 1: a node holding 2 could host bundles of two trials at once
+                       if n.get("Alive") and n.get("Resources", {}).get(self.resource, 0) == 1),
                       key=lambda n: (n.address, n.node_id))
 
     def hosts(self) -> tuple[str, ...]:
@@ -234,6 +238,8 @@ class RayPool:
     def wait_for_head(self) -> None:
         """Return once the head answers; raise ClusterLost when it stays away `head_grace` s."""
         while not self.head_reachable():
+            if self.cancel.is_set():
+                raise NoNodes("stopping")
             self.check_head()
             time.sleep(POLL_SECONDS)
         self._head_down_since = None
@@ -265,6 +271,8 @@ class RayPool:
 
     def _acquire(self, timeout: float) -> RayGroup:
         self.wait_for_head()
+        if self._unremoved:
+            self._remove(self._unremoved.pop())  # retries the others too
         pg = placement_group([{self.resource: 1}] * self.nodes, strategy="STRICT_SPREAD",
                              name=f"autotune-{uuid.uuid4().hex[:12]}")
         t0 = time.monotonic()
@@ -279,14 +287,16 @@ class RayPool:
                 self._give_up_if_hopeless(t0)
                 if time.monotonic() - t0 > timeout:
                     raise NoNodes(f"could not reserve {self.nodes} node(s) with resource "
-                                  f"{self.resource!r} in {timeout:.0f} s ({len(self.mpi_nodes())} "
-                                  "alive on the cluster)")
+                                  f"{self.resource!r} in {timeout:.0f} s")
             table = placement_group_table(pg)
             by_id = {n.node_id: n for n in self.mpi_nodes()}
-            nodes = tuple(by_id[table["bundles_to_node_id"][i]] for i in range(self.nodes))
+            placed = table.get("bundles_to_node_id", {})
+            if any(placed.get(i) not in by_id for i in range(self.nodes)):
+                raise NoNodes("a reserved node left the cluster while it was being reserved")
         except BaseException:
             self._remove(pg)
             raise
+        nodes = tuple(by_id[placed[i]] for i in range(self.nodes))
         group = RayGroup(self, pg, nodes, label=pg.id.hex()[:8])
         self._groups[group.label] = group
         return group
@@ -294,7 +304,7 @@ class RayPool:
     def _give_up_if_hopeless(self, t0: float) -> None:
         """Once nodes are lost, the cluster may no longer hold a group for every worker: while
         the groups held by the others leave too few nodes for this one, stop waiting."""
-        if time.monotonic() - t0 < HOPELESS_AFTER_SECONDS:
+        if time.monotonic() - t0 < HOPELESS_AFTER_SECONDS or not self.head_reachable():
             return
         alive = len(self.mpi_nodes())
         held = len(self._groups)
@@ -307,12 +317,17 @@ class RayPool:
         self._remove(group.pg)
 
     def _remove(self, pg) -> None:
+        """Remove a placement group; if the head does not answer now, remember it and retry
+        later (a group left behind would hold its nodes for the rest of the run)."""
+        self._unremoved.append(pg)
         if not self.head_reachable():
-            return  # the head is gone and the group with it
-        try:
-            remove_placement_group(pg)
-        except Exception:  # noqa: BLE001 - already removed, or the head went away meanwhile
-            pass
+            return
+        for pending in list(self._unremoved):
+            try:
+                remove_placement_group(pending)
+            except Exception:  # noqa: BLE001 - already removed, or the head went away meanwhile
+                continue
+            self._unremoved.remove(pending)
 
     def cancel_all(self) -> None:
         self.cancel.set()
@@ -320,6 +335,8 @@ class RayPool:
     def close(self) -> None:
         for group in list(self._groups.values()):
             self.release(group)
+        if self._unremoved and self.head_reachable():
+            self._remove(self._unremoved.pop())
         if ray.is_initialized():
             ray.shutdown()
 
