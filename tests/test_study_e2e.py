@@ -50,6 +50,20 @@ def summary(study):
                      f"{t.user_attrs.get('launch_count')} launches" for t in study.trials)
 
 
+def confirmed_best(study):
+    """What `best` and `export` must show: the confirmed best, i.e. the best trial whose whole
+    interval beat the default, else the default itself (which of the two happens depends on this
+    machine's noise); without a confirmation (no candidate completed) the best trial."""
+    study = optuna.load_study(study_name=study.study_name, storage=study._storage)
+    confirmation = study.user_attrs.get("autotune.confirmation")
+    if confirmation is None:
+        return study.best_trial
+    if confirmation["best_trial"] is None:
+        assert study.trials[0].user_attrs["is_default"]
+        return study.trials[0]
+    return study.trials[confirmation["best_trial"]]
+
+
 def test_study_has_a_complete_default_trial_with_raw_data(study_run):
     _, _, study = study_run
     default = study.trials[0]
@@ -119,18 +133,7 @@ def test_history_is_flat_one_row_per_trial_and_size(study_run, tmp_path):
 
 def test_env_export_is_sourceable_and_sets_the_best_trial(study_run, tmp_path):
     cli, _, study = study_run
-    study = optuna.load_study(study_name=study.study_name, storage=study._storage)
-    # the export takes the confirmed best: the best trial whose whole interval beat the default,
-    # else the default itself (which of the two happens depends on this machine's noise)
-    # (no confirmation when no candidate completed: then the best trial, the default)
-    confirmation = study.user_attrs.get("autotune.confirmation")
-    if confirmation is None:
-        best = study.best_trial
-    elif confirmation["best_trial"] is None:
-        best = study.trials[0]
-        assert best.user_attrs["is_default"]
-    else:
-        best = study.trials[confirmation["best_trial"]]
+    best = confirmed_best(study)
     path = tmp_path / "best.env"
     cli("export", "--format", "env", "-o", str(path))
     text = path.read_text()
@@ -151,7 +154,7 @@ def test_status_and_best_read_the_storage(study_run):
     assert status["trials_pruned"] == states.count(optuna.trial.TrialState.PRUNED)
     assert status["trials_failed"] == states.count(optuna.trial.TrialState.FAIL)
     best = json.loads(cli("best", "--format", "json").stdout)
-    assert best["trial"] == study.best_trial.number
+    assert best["trial"] == confirmed_best(study).number
 
 
 def test_same_start_resumes_and_mismatched_settings_refuse(study_run):
