@@ -556,6 +556,8 @@ def spaces_show(name: str) -> None:
             conditions.append(p.scope)
         conditions += [f"{k} in {list(v)}" for k, v in p.when]
         conditions += [f"needs {r}" for r in p.requires]
+        if p.yields_to:
+            conditions.append(f"unless {' and '.join(p.yields_to)} apply")
         conditions += [f"{c} needs {', '.join(map(str, reqs))}" for c, reqs in p.choice_requires]
         applied = p.apply + (f" ({p.context}, read not set)" if p.apply == "context" else "")
         table.add_row(escape(p.name), applied, escape(str(p.default)), escape(p.describe_choices()),

@@ -170,6 +170,12 @@ def parse_space(doc: Any, origin: str) -> SearchSpace:
         raise SpaceError(f"{origin}: parameters: at least one parameter is needed")
     compose = tuple(_parse_compose(item, f"{origin}: compose[{i}]", params)
                     for i, item in enumerate(_list(doc.get("compose", []), f"{origin}: compose")))
+    names = {p.name for p in params}
+    for p in params:
+        for other in p.yields_to:
+            if other not in names or other == p.name:
+                raise SpaceError(f"{origin}: parameter {p.name}: yields_to: {other!r} is not another "
+                                 "parameter of this space")
     used = {part for c in compose for part in c.parts}
     for p in params:
         if p.apply == "template" and p.name not in used:
@@ -320,7 +326,8 @@ def _parse_parameter(item: Any, where: str) -> Parameter:
         raise SpaceError(f"{where}: expected a mapping")
     _only_keys(item, {"name", "apply", "type", "choices", "default", "low", "high", "step", "log",
                       "when", "collectives", "scope", "implies", "args", "requires",
-                      "choice_requires", "choices_from", "context", "source", "help"}, where)
+                      "choice_requires", "choices_from", "context", "yields_to", "source", "help"},
+                where)
     apply = item.get("apply")
     name = check_name(apply, item.get("name"), where)
     kind = item.get("type", "categorical")
@@ -403,6 +410,7 @@ def _parse_parameter(item: Any, where: str) -> Parameter:
         check_name("mca", k, f"{where}: implies")
         check_value(where, str(k), str(v))
         implied.append((str(k), str(v)))
+    yields_to = tuple(str(n) for n in _list(item.get("yields_to", []), f"{where}: yields_to"))
     requires = _parse_requirements(item["requires"], f"{where}: requires") if "requires" in item else ()
     choice_requires = []
     raw_choice_requires = item.get("choice_requires", {})
@@ -417,4 +425,5 @@ def _parse_parameter(item: Any, where: str) -> Parameter:
     return Parameter(name=name, apply=apply, type=kind, default=default, scope=scope,
                      collectives=tuple(collectives), implies=tuple(implied), requires=requires,
                      choice_requires=tuple(choice_requires), choices_from=choices_from,
+                     yields_to=yields_to,
                      source=str(item.get("source", "")), help=str(item.get("help", "")), **fields)

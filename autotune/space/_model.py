@@ -90,6 +90,8 @@ class Parameter:
     choice_requires: tuple[tuple[Any, tuple[Requirement, ...]], ...] = ()
     choices_from: str = ""  # "ompi_info": the installed MPI's enumeration of this MCA param
     context: str = ""  # for apply: context, which property of the allocation (e.g. "nps")
+    # removed when all these survive resolution (one UCX_RNDV_THRESH gives way to intra/inter)
+    yields_to: tuple[str, ...] = ()
     source: str = ""
     help: str = ""
 
@@ -134,7 +136,9 @@ class SearchSpace:
     digest: str = ""
 
     def for_context(self, ctx: TrialContext) -> tuple[Parameter, ...]:
-        return tuple(p for p in self.parameters if p.applies_to(ctx))
+        here = [p for p in self.parameters if p.applies_to(ctx)]
+        names = {p.name for p in here}
+        return tuple(p for p in here if not (p.yields_to and all(n in names for n in p.yields_to)))
 
     def context_parameters(self, ctx: TrialContext) -> tuple[Parameter, ...]:
         return tuple(p for p in self.for_context(ctx) if p.apply == "context")

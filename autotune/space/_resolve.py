@@ -128,5 +128,13 @@ def resolve(space: SearchSpace, caps: Capabilities, ctx: TrialContext) -> Resolv
                 removed.append(Removal(p.name, None, f"needs {parent} in {list(values)}, which is not "
                                                      "possible here"))
                 break
+    # a knob with a finer replacement (UCX_RNDV_THRESH -> intra/inter parts) stays only where
+    # the replacement cannot be used: one node, or a UCX without the split form
+    for p in space.parameters:
+        if (p.yields_to and p.name in available and p.name not in drop
+                and all(o in available and o not in drop for o in p.yields_to)):
+            drop.add(p.name)
+            removed.append(Removal(p.name, None, f"gives way to {', '.join(p.yields_to)} on "
+                                                 f"{ctx.nodes} node(s)"))
     return ResolvedSpace(space=space.without(drop, narrowed), removed=tuple(removed),
                          context_values=context_values)

@@ -80,3 +80,23 @@ def test_on_node_transport_sets_leave_multi_node_studies():
     assert set(tls_two) & {"sm", "self,sm", "self,posix,cma", "self,sysv,cma"} == set()
     assert "all" in tls_two and "self,tcp" in tls_two
     assert "UCX_TLS=self,sm: single-node only; this study runs on 2 node(s)" in map(str, two.removed)
+
+
+def test_one_threshold_gives_way_to_the_split_form_only_where_ucx_accepts_it():
+    space = load_space("openmpi-ucx")
+    names = lambda resolved: {p.name for p in resolved.space.parameters}  # noqa: E731
+    one = resolve(space, OMPI, TrialContext("allreduce", 1))
+    assert "UCX_RNDV_THRESH" in names(one)
+    # UCX 1.13 has no intra:X,inter:Y: across nodes the single threshold is still searched
+    old = resolve(space, OMPI, TrialContext("allreduce", 2))
+    assert "UCX_RNDV_THRESH" in names(old) and "UCX_RNDV_THRESH_INTER" not in names(old)
+    env = dict(old.space.settings({"UCX_RNDV_THRESH": "32kb"}, TrialContext("allreduce", 2)).env)
+    assert env["UCX_RNDV_THRESH"] == "32kb"
+    newer = Capabilities(**{**OMPI.__dict__, "ucx_features": ["split-thresholds"]})
+    split = resolve(space, newer, TrialContext("allreduce", 2))
+    assert "UCX_RNDV_THRESH" not in names(split)
+    assert {"UCX_RNDV_THRESH_INTRA", "UCX_RNDV_THRESH_INTER"} <= names(split)
+    assert "gives way to UCX_RNDV_THRESH_INTRA" in removed(split)[("UCX_RNDV_THRESH", None)]
+    env = dict(split.space.settings({"UCX_RNDV_THRESH_INTRA": "32kb", "UCX_RNDV_THRESH_INTER": "128kb"},
+                                    TrialContext("allreduce", 2)).env)
+    assert env["UCX_RNDV_THRESH"] == "intra:32kb,inter:128kb"
