@@ -26,7 +26,8 @@ from optuna.trial import TrialState
 
 from . import objective
 from .daemon import StopRequested as StopSignal
-from .errors import AutotuneError, ClusterLost, InputError, LaunchFailure, NoNodes
+from .errors import (AutotuneError, ClusterLost, EnvironmentProblem, InputError, LaunchFailure,
+                     NoNodes)
 from .launch.groups import NodeGroup, NodePool, StaticPool
 from .measure import LaunchFailed, LaunchRecord, Measurer, PlannedLaunch
 from .probe import HostInfo
@@ -308,12 +309,15 @@ class Controller:
                 return True
 
         def worker() -> None:
+            nonlocal claimed
             try:
                 while claim():
                     self.summary.outcomes.append(self.run_trial())
                     self.pause_if_infrastructure_keeps_failing()
             except NoNodes as exc:  # this worker's share of the cluster is gone; others go on
                 no_nodes.append(str(exc))
+                with self._lock:
+                    claimed -= 1  # its trial did not run (or was queued again): another may
             except BaseException as exc:  # noqa: BLE001 - handed to the main thread
                 errors.append(exc)
                 self.stopping.set()
@@ -507,6 +511,11 @@ class Controller:
         except BaselineFailed as exc:
             fatal = exc
             measured.failure = LaunchFailure("baseline", str(exc).splitlines()[0])
+        except NoNodes as exc:  # the pool gave up its nodes because the run is stopping
+            fatal = exc
+            measured.failure = LaunchFailure("interrupted", str(exc))
+        except EnvironmentProblem as exc:  # the launcher cannot start anything here (no srun, ...)
+            measured.failure = LaunchFailure("infrastructure", str(exc))
         except AutotuneError as exc:  # e.g. a stored parameter outside the space
             measured.failure = LaunchFailure("config", str(exc))
         overhead += measured.overhead
@@ -541,10 +550,8 @@ class Controller:
         """What a failure class means for what happens next."""
         if failure.reason == "config":
             self.known_invalid[params_key(params)] = trial.number
-        if failure.reason == "infrastructure":
-            self.infra_in_a_row += 1
-        else:
-            self.infra_in_a_row = 0
+        with self._lock:  # worker threads share the count
+            self.infra_in_a_row = self.infra_in_a_row + 1 if failure.reason == "infrastructure" else 0
         if failure.reason == "interrupted":
             # not the configuration's fault: run it again next time
             self.study.enqueue_trial(params, user_attrs={"requeued_from": trial.number,

@@ -44,6 +44,10 @@ class NodePool(Protocol):
         """Every host the pool may hand out (for notes and the study fingerprint)."""
         ...
 
+    def host_names(self) -> tuple[str, ...]:
+        """The same hosts by name (a Ray node's hostname where hosts() has its address)."""
+        ...
+
     def acquire(self, timeout: float | None = None) -> NodeGroup: ...
 
     def release(self, group: NodeGroup) -> None: ...
@@ -103,7 +107,7 @@ class StaticPool:
                              f"hosts; the {launcher.name} launcher has {len(hosts)} ({what})")
         self.name = launcher.name
         self.parallel = parallel
-        self._hosts = hosts
+        self._hosts = hosts[:nodes * parallel]  # the rest of the allocation stays unused
         self.cancel = threading.Event()
         self.groups = [StaticGroup(launcher.on_hosts(hosts[i * nodes:(i + 1) * nodes]),
                                    f"g{i + 1}", self.cancel) for i in range(parallel)]
@@ -112,6 +116,9 @@ class StaticPool:
             self._free.put(group)
 
     def hosts(self) -> tuple[str, ...]:
+        return self._hosts
+
+    def host_names(self) -> tuple[str, ...]:
         return self._hosts
 
     def acquire(self, timeout: float | None = None) -> StaticGroup:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shutil
 
-from ..errors import EnvironmentProblem
+from ..errors import EnvironmentProblem, InputError
 from ._base import Command, LaunchSpec
 from .local import mpirun_base_args, spec_args
 
@@ -29,7 +29,8 @@ SRUN_NATIVE = ("--distribution", "--cpu-bind", "--hint", "--core-spec")
 
 
 def srun_mapping_args(mpirun_args: tuple[str, ...]) -> list[str]:
-    """Translate a configuration's (option, value) pairs for srun, or say which one cannot be."""
+    """Translate a configuration's (option, value) pairs for srun, or say which one cannot be
+    (an InputError: that configuration cannot run this way, so its trial fails as `config`)."""
     out, i = [], 0
     while i < len(mpirun_args):
         option = mpirun_args[i]
@@ -40,14 +41,14 @@ def srun_mapping_args(mpirun_args: tuple[str, ...]) -> list[str]:
             value = mpirun_args[i + 1]
             i += 2
         else:
-            raise EnvironmentProblem(f"mpirun option {option} has no srun equivalent; "
+            raise InputError(f"mpirun option {option} has no srun equivalent; "
                                      "use --launch-with mpirun")
         if option in SRUN_NATIVE:
             out.append(f"{option}={value}")
         elif (option, value) in SRUN_EQUIVALENTS:
             out.append(SRUN_EQUIVALENTS[(option, value)])
         else:
-            raise EnvironmentProblem(f"mpirun option {option} {value} has no srun equivalent; "
+            raise InputError(f"mpirun option {option} {value} has no srun equivalent; "
                                      "use --launch-with mpirun")
     return out
 

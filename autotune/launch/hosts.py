@@ -37,9 +37,13 @@ def read_hostfile(path: str | Path) -> list[str]:
 
 
 def expand_nodelist(nodelist: str) -> list[str]:
-    """Slurm's compressed form: `a[01-03,07],b5` -> a01 a02 a03 a07 b5 (zero padding kept)."""
+    """Slurm's compressed form: `a[01-03,07],b5` -> a01 a02 a03 a07 b5 (zero padding kept), each
+    host once (a host listed twice would end up in two "disjoint" node groups)."""
     hosts: list[str] = []
     for item in re.findall(r"[^,\[]+(?:\[[^\]]*\])?[^,]*", nodelist.strip()):
+        if item.count("[") > 1:
+            raise InputError(f"SLURM_JOB_NODELIST: {item!r} has several bracket ranges; install "
+                             "scontrol (it expands every form Slurm writes)")
         match = re.fullmatch(r"([^\[]*)\[([^\]]+)\](.*)", item)
         if not match:
             hosts.append(check_host(item, "SLURM_JOB_NODELIST"))
@@ -47,12 +51,12 @@ def expand_nodelist(nodelist: str) -> list[str]:
         prefix, ranges, suffix = match.groups()
         for part in ranges.split(","):
             lo, _, hi = part.partition("-")
-            if not lo.isdigit() or (hi and not hi.isdigit()):
-                raise InputError(f"SLURM_JOB_NODELIST: cannot read {item!r}")
+            if not lo.isdigit() or (hi and not hi.isdigit()) or int(hi or lo) < int(lo):
+                raise InputError(f"SLURM_JOB_NODELIST: cannot read {part!r} in {item!r}")
             for number in range(int(lo), int(hi or lo) + 1):
                 hosts.append(check_host(f"{prefix}{str(number).zfill(len(lo))}{suffix}",
                                         "SLURM_JOB_NODELIST"))
-    return hosts
+    return list(dict.fromkeys(hosts))
 
 
 def slurm_hosts(nodelist: str) -> list[str]:
@@ -61,7 +65,7 @@ def slurm_hosts(nodelist: str) -> list[str]:
         try:
             out = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True,
                                  text=True, timeout=30, check=True).stdout
-            return [check_host(h, "scontrol") for h in out.split()]
+            return list(dict.fromkeys(check_host(h, "scontrol") for h in out.split()))
         except (OSError, subprocess.SubprocessError):
             pass
     return expand_nodelist(nodelist)

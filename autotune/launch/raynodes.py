@@ -177,6 +177,7 @@ class RayPool:
         self._head_down_since: float | None = None
         self._groups: dict[str, RayGroup] = {}
         self._unremoved: list = []  # placement groups whose removal has to be retried
+        self._lock = threading.Lock()  # worker threads acquire and release groups at once
         os.environ.setdefault(RECONNECT_ENV, "86400")
         address = address or os.environ.get("RAY_ADDRESS") or "auto"
         if address != "auto":
@@ -189,6 +190,12 @@ class RayPool:
                                      f"{str(exc).splitlines()[0] if str(exc) else exc}") from None
         self.address = address
         self.gcs = _split_address(ray.get_runtime_context().gcs_address)
+        odd = [f"{n['NodeManagerHostname']} ({n['Resources'][resource]:g})" for n in ray.nodes()
+               if n.get("Alive") and n.get("Resources", {}).get(resource, 0) not in (0, 1)]
+        if odd:  # a bundle could land there, and two trials could share such a node
+            ray.shutdown()
+            raise EnvironmentProblem(f"Ray nodes must carry exactly 1 {resource!r}; these carry "
+                                     f"another amount: {', '.join(odd)}")
         mpi_nodes = self.mpi_nodes()
         if len(mpi_nodes) < nodes * parallel:
             ray.shutdown()
@@ -201,12 +208,14 @@ class RayPool:
     def mpi_nodes(self) -> list[RayNode]:
         return sorted((RayNode(n["NodeID"], n["NodeManagerAddress"], n["NodeManagerHostname"])
                        for n in ray.nodes()
-                       # exactly 1: a node holding 2 could host bundles of two trials at once
-                       if n.get("Alive") and n.get("Resources", {}).get(self.resource, 0) == 1),
+                       if n.get("Alive") and n.get("Resources", {}).get(self.resource, 0) >= 1),
                       key=lambda n: (n.address, n.node_id))
 
     def hosts(self) -> tuple[str, ...]:
         return tuple(n.address for n in self.mpi_nodes())
+
+    def host_names(self) -> tuple[str, ...]:
+        return tuple(n.hostname for n in self.mpi_nodes())
 
     def describe(self) -> str:
         nodes = self.mpi_nodes()
@@ -271,8 +280,7 @@ class RayPool:
 
     def _acquire(self, timeout: float) -> RayGroup:
         self.wait_for_head()
-        if self._unremoved:
-            self._remove(self._unremoved.pop())  # retries the others too
+        self._retry_removals()
         pg = placement_group([{self.resource: 1}] * self.nodes, strategy="STRICT_SPREAD",
                              name=f"autotune-{uuid.uuid4().hex[:12]}")
         t0 = time.monotonic()
@@ -298,7 +306,8 @@ class RayPool:
             raise
         nodes = tuple(by_id[placed[i]] for i in range(self.nodes))
         group = RayGroup(self, pg, nodes, label=pg.id.hex()[:8])
-        self._groups[group.label] = group
+        with self._lock:
+            self._groups[group.label] = group
         return group
 
     def _give_up_if_hopeless(self, t0: float) -> None:
@@ -307,36 +316,47 @@ class RayPool:
         if time.monotonic() - t0 < HOPELESS_AFTER_SECONDS or not self.head_reachable():
             return
         alive = len(self.mpi_nodes())
-        held = len(self._groups)
+        with self._lock:
+            held = len(self._groups)
         if alive < self.nodes * (held + 1):
             raise NoNodes(f"{alive} Ray node(s) with resource {self.resource!r} are alive and "
                           f"{held} trial(s) hold {self.nodes} each: no room for another trial")
 
     def release(self, group) -> None:
-        self._groups.pop(group.label, None)
+        with self._lock:
+            self._groups.pop(group.label, None)
         self._remove(group.pg)
 
     def _remove(self, pg) -> None:
         """Remove a placement group; if the head does not answer now, remember it and retry
         later (a group left behind would hold its nodes for the rest of the run)."""
-        self._unremoved.append(pg)
+        with self._lock:
+            self._unremoved.append(pg)
+        self._retry_removals()
+
+    def _retry_removals(self) -> None:
         if not self.head_reachable():
             return
-        for pending in list(self._unremoved):
+        with self._lock:  # taken by one thread at a time: each group is removed once
+            pending, self._unremoved = self._unremoved, []
+        for pg in pending:
             try:
-                remove_placement_group(pending)
+                remove_placement_group(pg)
             except Exception:  # noqa: BLE001 - already removed, or the head went away meanwhile
-                continue
-            self._unremoved.remove(pending)
+                if self.head_reachable():
+                    continue  # gone already: nothing holds its nodes
+                with self._lock:
+                    self._unremoved.append(pg)
 
     def cancel_all(self) -> None:
         self.cancel.set()
 
     def close(self) -> None:
-        for group in list(self._groups.values()):
+        with self._lock:
+            held = list(self._groups.values())
+        for group in held:
             self.release(group)
-        if self._unremoved and self.head_reachable():
-            self._remove(self._unremoved.pop())
+        self._retry_removals()
         if ray.is_initialized():
             ray.shutdown()
 

@@ -3,7 +3,7 @@ import threading
 
 import pytest
 
-from autotune.errors import EnvironmentProblem, InputError, NoNodes
+from autotune.errors import InputError, NoNodes
 from autotune.launch import LaunchSpec, LocalLauncher
 from autotune.launch.groups import StaticPool
 from autotune.launch.hostfile import HostListLauncher, srun_mapping_args
@@ -60,9 +60,9 @@ def test_srun_launch_puts_mca_in_the_environment_and_translates_mapping():
 def test_srun_refuses_what_it_cannot_express():
     assert srun_mapping_args(("--cpu-bind=cores", "--core-spec", "2")) == ["--cpu-bind=cores",
                                                                           "--core-spec=2"]
-    with pytest.raises(EnvironmentProblem, match="--report-bindings has no srun equivalent"):
+    with pytest.raises(InputError, match="--report-bindings has no srun equivalent"):
         srun_mapping_args(("--report-bindings",))
-    with pytest.raises(EnvironmentProblem, match="--map-by ppr:2:socket has no srun equivalent"):
+    with pytest.raises(InputError, match="--map-by ppr:2:socket has no srun equivalent"):
         srun_mapping_args(("--map-by", "ppr:2:socket"))
 
 
@@ -70,6 +70,7 @@ def test_srun_refuses_what_it_cannot_express():
     (["--parallel", "2"], "--parallel 2 with --nodes 1 needs 2 hosts; the local launcher has 1"),
     (["--launch-with", "srun"], "--launch-with srun needs the slurm launcher (this is local)"),
     (["--launcher", "ray", "--ray-resource", "bad name"], "--ray-resource 'bad name': not a resource name"),
+    (["--launcher", "local", "--ray-address", "h:1"], "--ray-address is for --launcher ray, not local"),
 ])
 def test_cli_refuses_impossible_placements(autotune_cli, args, message):
     proc = autotune_cli("start", "--collective", "allreduce", "--ppn", "1", "--trials", "1",

@@ -11,14 +11,20 @@ from autotune.launch.hosts import expand_nodelist, read_hostfile
     ("a1,b[8-10]", ["a1", "b8", "b9", "b10"]),
     ("cn[001-002]-ib", ["cn001-ib", "cn002-ib"]),
     ("single", ["single"]),
+    ("x[1,3-4]y,n9", ["x1y", "x3y", "x4y", "n9"]),
+    ("n[1-2],n2", ["n1", "n2"]),  # once each: groups must be disjoint
 ])
 def test_expand_slurm_nodelist(nodelist, hosts):
     assert expand_nodelist(nodelist) == hosts
 
 
-@pytest.mark.parametrize("nodelist", ["node[a-b]", "node;rm", "node[1-2],$(id)"])
-def test_bad_nodelist(nodelist):
-    with pytest.raises(InputError):
+@pytest.mark.parametrize("nodelist, message", [
+    ("node[a-b]", "cannot read"), ("node;rm", "not a valid host"),
+    ("node[1-2],$(id)", "not a valid host"), ("n[3-1]", "cannot read '3-1'"),
+    ("a[1-2]b[3-4]", "several bracket ranges"),
+])
+def test_bad_nodelist(nodelist, message):
+    with pytest.raises(InputError, match=message):
         expand_nodelist(nodelist)
 
 
