@@ -74,7 +74,8 @@ def cli() -> None:
 @click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True,
               help="nodes per benchmark run")
 @click.option("--ppn", type=click.IntRange(min=1), default=None,
-              help="ranks per node  [default: usable cores of this node]")
+              help="ranks per node  [default: usable cores of this node; required with the "
+                   "hostfile and ray launchers]")
 @click.option("--trials", type=click.IntRange(min=1), default=30, show_default=True,
               help="trials to run in this invocation (a resumed study adds to its trials)")
 @click.option("--space", default=DEFAULT_SPACE, show_default=True, metavar="NAME|FILE",
@@ -120,8 +121,9 @@ def cli() -> None:
 @click.option("--confirm-rounds", type=click.IntRange(min=2), default=5, show_default=True)
 @click.option("--launcher", type=click.Choice(["auto", "local", "hostfile", "slurm", "ray"]),
               default="auto", show_default=True,
-              help="how ranks are placed: auto = a Ray cluster (--ray-address/RAY_ADDRESS), else "
-                   "the Slurm allocation, else --hostfile, else this machine")
+              help="how ranks are placed: auto = the Ray cluster of --ray-address, else "
+                   "--hostfile, else the Slurm allocation, else the Ray cluster of RAY_ADDRESS, "
+                   "else this machine")
 @click.option("--hostfile", type=click.Path(dir_okay=False), default=None,
               help="Open MPI hostfile of the nodes to use (the first --nodes of them)")
 @click.option("--launch-with", type=click.Choice(["mpirun", "srun"]), default="mpirun",
@@ -241,7 +243,14 @@ def _run_session(session, options, trials: int, storage: str | None) -> None:
         err.print("stopped: the running trial is marked failed (interrupted) and queued again; "
                   "completed trials are stored")
         return  # a requested stop is a clean exit
-    if summary.stopped_because and not summary.stopped_because.startswith("time budget"):
+    if summary.stopped_because.startswith("time budget"):
+        if session.deadline_is_job_end:
+            from .session import EXIT_JOB_TIME_UP
+
+            err.print(f"the Slurm job ends before another trial would finish: exit "
+                      f"{EXIT_JOB_TIME_UP}, so a job script can requeue itself and resume the study")
+            sys.exit(EXIT_JOB_TIME_UP)
+    elif summary.stopped_because:
         sys.exit(1)
 
 

@@ -5,6 +5,7 @@ import; every reader tolerates a missing tool (an MPICH machine has no ompi_info
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import platform
 import re
@@ -241,3 +242,41 @@ def probe_capabilities() -> Capabilities:
                         ucx_transports=parse_ucx_devices(_output(["ucx_info", "-d"])),
                         ucx_features=ucx_features(),
                         numa=read_numa_layout(), host=socket.gethostname())
+
+
+# ----------------------------------------------------------------------------- on a compute node
+
+NODE_PROBE_MARK = "AUTOTUNE-NODE-PROBE "
+
+
+def capabilities_from_dict(data: dict) -> Capabilities:
+    """The inverse of Capabilities.to_dict (derived fields dropped)."""
+    numa = {k: int(data["numa"][k]) for k in ("sockets", "numa_nodes", "cores")}
+    fields = {k: data[k] for k in ("mpi_family", "mpi_version", "components", "enumerators",
+                                   "mca_defaults", "ucx_version", "ucx_transports",
+                                   "ucx_features", "host")}
+    return Capabilities(**fields, numa=NumaLayout(**numa))
+
+
+def parse_node_probe(stdout: str) -> tuple[Capabilities, HostInfo]:
+    """What `python -m autotune.probe` printed on a node; ValueError when it is not there."""
+    for line in stdout.splitlines():
+        if line.startswith(NODE_PROBE_MARK):
+            try:
+                data = json.loads(line[len(NODE_PROBE_MARK):])
+                return (capabilities_from_dict(data["capabilities"]),
+                        HostInfo(**{k: data["host"][k] for k in HostInfo.__dataclass_fields__}))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ValueError(f"unreadable node probe: {type(exc).__name__}: {exc}") from None
+    raise ValueError("the node probe printed no result")
+
+
+def main() -> None:
+    """Run on a compute node (under mpirun or srun, unbound) by the launchers of other hosts."""
+    caps = probe_capabilities()
+    print(NODE_PROBE_MARK + json.dumps({"capabilities": caps.to_dict(),
+                                        "host": probe_host(caps).to_dict()}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

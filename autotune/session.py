@@ -10,6 +10,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,13 +23,14 @@ from .controller import (Controller, Events, enqueue_default, make_pruner, make_
                          recover_abandoned)
 from .daemon import Owner, StudyLock
 from .errors import AutotuneError, EnvironmentProblem, InputError
-from .launch import LocalLauncher, MpichLauncher
+from .launch import LaunchSpec, LocalLauncher, MpichLauncher
 from .launch.hostfile import HostListLauncher
 from .launch.hosts import read_hostfile, slurm_hosts
 from .launch.groups import NodePool, StaticPool
-from .measure import MeasurementPlan, Measurer, check_ucx_live
+from .measure import MeasurementPlan, Measurer, check_ucx_live, classify_failure
 from .objective import load_weights, normalize_weights, uniform_weights
-from .probe import Capabilities, HostInfo, probe_capabilities, probe_host, usable_cores
+from .probe import (Capabilities, HostInfo, parse_node_probe, probe_capabilities, probe_host,
+                    usable_cores)
 from .space import Removal, SearchSpace, TrialContext, load_space, resolve
 from .storage import CONFIG_ATTR, StudyConfig, default_storage_url, open_storage, stored_config
 from .units import format_size, parse_size_range
@@ -38,6 +40,7 @@ DEFAULT_SPACE = "openmpi-ucx+openmpi-tuned"
 FINGERPRINT_ATTR = "autotune.fingerprint"
 STUDY_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
 SLURM_END_MARGIN = 120.0  # stop launching this long before the job's end (Slurm sends SIGTERM)
+EXIT_JOB_TIME_UP = 75  # sysexits EX_TEMPFAIL: the job ended the run early; requeue to resume
 DEFAULT_SIZES = "8:1m"
 RESOLUTION_ATTR = "autotune.resolution"
 
@@ -109,6 +112,7 @@ class Session:
     fingerprint: dict[str, Any] = field(default_factory=dict)
     lock: StudyLock | None = None
     deadline: float | None = None
+    deadline_is_job_end: bool = False  # the deadline is the Slurm job's end, not --time-budget
 
     def controller(self, options: StartOptions, events: Events | None) -> Controller:
         return Controller(self.study, self.space, self.config, self.measurer, self.host,
@@ -159,15 +163,23 @@ RESOURCE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 
 
 def pick_launcher(options: StartOptions) -> tuple[str, str]:
-    """(launcher name, why): --launcher, else what the environment says, else this machine."""
+    """(launcher name, why): --launcher, else the options given, else what the environment says
+    (a Slurm allocation, RAY_ADDRESS), else this machine. Options that contradict it are refused
+    rather than silently ignored."""
+    if options.ray_address and options.hostfile:
+        raise InputError("--ray-address and --hostfile name two different sets of nodes: give one")
     if options.launcher != "auto":
+        if options.ray_address and options.launcher != "ray":
+            raise InputError(f"--ray-address is for --launcher ray, not {options.launcher}")
+        if options.hostfile and options.launcher != "hostfile":
+            raise InputError(f"--hostfile is for --launcher hostfile, not {options.launcher}")
         return options.launcher, "--launcher"
     if options.ray_address:
         return "ray", "--ray-address given"
-    if os.environ.get("SLURM_JOB_NODELIST"):
-        return "slurm", "SLURM_JOB_NODELIST is set"
     if options.hostfile:
         return "hostfile", "--hostfile given"
+    if os.environ.get("SLURM_JOB_NODELIST"):
+        return "slurm", "SLURM_JOB_NODELIST is set"
     if os.environ.get("RAY_ADDRESS"):
         return "ray", "RAY_ADDRESS is set"
     return "local", "no allocation found"
@@ -218,10 +230,23 @@ def make_launcher(options: StartOptions, caps: Capabilities, choice: str, why: s
     return launcher, f"launcher: {launcher.name} ({why}; hosts {shown}{method})"
 
 
+def ranks_per_node(options: StartOptions) -> int:
+    """--ppn, else this machine's usable cores where this machine is one of the nodes (local, or
+    the first node of a Slurm job). A hostfile or a Ray cluster may be reached from a login node
+    or a laptop, whose cores say nothing about the nodes: there --ppn is required."""
+    if options.ppn:
+        return options.ppn
+    choice, _ = pick_launcher(options)
+    if choice in ("hostfile", "ray"):
+        raise InputError(f"--ppn is required with the {choice} launcher: the ranks per node of the "
+                         "nodes trials run on (this machine may not be one of them)")
+    return usable_cores()
+
+
 def study_identity(options: StartOptions) -> tuple[str, str]:
     """(study name, storage URL) that `start` with these options works on."""
     space = load_space(options.space)
-    ppn = options.ppn or usable_cores()
+    ppn = ranks_per_node(options)
     name = options.study_name or f"{options.collective}-{options.nodes}n{ppn}p-{space.name}"
     if not STUDY_NAME_RE.fullmatch(name):
         raise InputError(f"invalid study name {name!r}: use letters, digits and . _ + - "
@@ -233,10 +258,12 @@ FINGERPRINT_STRICT = ("cpu_model", "mpi", "ucx")  # a change makes earlier score
 
 
 def fingerprint_of(caps: Capabilities, host: HostInfo, config: StudyConfig,
-                   hosts: tuple[str, ...]) -> dict[str, Any]:
+                   pool: NodePool) -> dict[str, Any]:
+    """What a study's scores depend on; `hosts` and `node_names` are every node trials may use."""
     return {"nodes": config.nodes, "ppn": config.ppn, "collective": config.collective,
             "space": config.space, "cpu_model": host.cpu_model, "mpi": caps.mpi,
-            "ucx": caps.ucx_version, "nps": caps.numa.nps, "hosts": list(hosts)}
+            "ucx": caps.ucx_version, "nps": caps.numa.nps, "hosts": list(pool.hosts()),
+            "node_names": list(pool.host_names())}
 
 
 def slurm_end_time() -> float | None:
@@ -265,19 +292,7 @@ def prepare_session(options: StartOptions) -> Session:
         raise EnvironmentProblem(f"--nodes {options.nodes} but only {len(hosts)} host(s) "
                                  f"are available ({', '.join(hosts)}); use --hostfile, a Slurm "
                                  "allocation or a Ray cluster")
-    host = probe_host(caps)
-    ppn = options.ppn or host.cores
-    if ppn > host.cores and not options.oversubscribe:
-        raise EnvironmentProblem(f"--ppn {ppn} exceeds the {host.cores} usable cores of {host.host}; "
-                                 "oversubscribed ranks give meaningless timings (--oversubscribe "
-                                 "to do it anyway)")
-    ctx = TrialContext(options.collective, options.nodes)
-    resolved = resolve(space, caps, ctx)
-    config = StudyConfig(collective=options.collective, nodes=options.nodes, ppn=ppn,
-                         space=space.name, sizes=chosen.sizes, weights=chosen.weights,
-                         repetitions=options.repetitions, stages=options.stages,
-                         time_per_size=options.time_per_size, weights_source=chosen.weights_source,
-                         space_digest=space.digest)
+    ppn = ranks_per_node(options)
     name, storage_url = study_identity(options)
     if options.new_study:
         name = f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
@@ -287,18 +302,65 @@ def prepare_session(options: StartOptions) -> Session:
     pool = None
     try:
         pool, launcher_note = make_pool(options, caps)
+        notes = [launcher_note]
+        if pick_launcher(options)[0] == "local":
+            host = probe_host(caps)
+        else:  # what counts is the nodes, not the machine autotune runs on
+            caps, host = probe_nodes(pool)
+            notes.append(f"nodes probed on {host.host}: {host.mpi}, UCX {host.ucx or '-'}, "
+                         f"{host.cores} cores, NPS {caps.numa.nps}, {host.cpu_model}")
+        if ppn > host.cores and not options.oversubscribe:
+            raise EnvironmentProblem(f"--ppn {ppn} exceeds the {host.cores} usable cores of "
+                                     f"{host.host}; oversubscribed ranks give meaningless timings "
+                                     "(--oversubscribe to do it anyway)")
+        ctx = TrialContext(options.collective, options.nodes)
+        resolved = resolve(space, caps, ctx)
+        config = StudyConfig(collective=options.collective, nodes=options.nodes, ppn=ppn,
+                             space=space.name, sizes=chosen.sizes, weights=chosen.weights,
+                             repetitions=options.repetitions, stages=options.stages,
+                             time_per_size=options.time_per_size,
+                             weights_source=chosen.weights_source, space_digest=space.digest)
         session = _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx,
                                   resolved, config, name, lock)
-        session.notes.insert(0, launcher_note)
+        session.notes[:0] = notes
         if options.parallel > 1:
-            session.notes.insert(1, f"{options.parallel} trials at once on disjoint node groups: "
-                                    "they may disturb each other through a shared network")
+            session.notes.insert(len(notes), f"{options.parallel} trials at once on disjoint node "
+                                 "groups: they may disturb each other through a shared network")
         return session
     except BaseException:
         if pool is not None:
             pool.close()
         lock.release()
         raise
+
+
+NODE_PROBE_TIMEOUT = 180.0
+
+
+def probe_nodes(pool: NodePool) -> tuple[Capabilities, HostInfo]:
+    """MPI, UCX, NUMA layout, CPU and cores as the nodes see them, probed on the first node of a
+    group (`python -m autotune.probe`, unbound, through the same launcher as the trials): the
+    machine running autotune may be a login node or a laptop with nothing in common with them.
+    The nodes of an allocation are taken to be alike."""
+    group = pool.acquire()
+    try:
+        spec = LaunchSpec(nodes=1, ppn=1, program=(sys.executable, "-m", "autotune.probe"),
+                          mpirun_args=("--bind-to", "none"))
+        result = group.run(group.command(spec), NODE_PROBE_TIMEOUT)
+    finally:
+        pool.release(group)
+    where = group.hosts()[0]
+    failure = classify_failure(result)
+    if failure is not None:
+        tail = f"\n{failure.stderr_tail}" if failure.stderr_tail else ""
+        hint = {"infrastructure": "is it up, and reachable from here?",
+                "timeout": "it did not answer in time"}.get(
+            failure.reason, f"is autotune installed there, at {sys.executable}?")
+        raise EnvironmentProblem(f"cannot probe node {where} ({failure}): {hint}{tail}")
+    try:
+        return parse_node_probe(result.stdout)
+    except ValueError as exc:
+        raise EnvironmentProblem(f"cannot probe node {where}: {exc}") from None
 
 
 def _check_launch_tool(options: StartOptions, caps: Capabilities) -> None:
@@ -359,7 +421,7 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
                               f"{_short(getattr(config, k))}" for k in diff[:2])
             raise InputError(f"study {name!r} was created with different {', '.join(diff)} "
                              f"({shown}); use --study NAME for a new study")
-    fingerprint = fingerprint_of(caps, host, config, pool.hosts()[:config.nodes * options.parallel])
+    fingerprint = fingerprint_of(caps, host, config, pool)
     earlier = study.user_attrs.get(FINGERPRINT_ATTR)
     if earlier and not options.force:
         changed = [k for k in FINGERPRINT_STRICT if earlier.get(k) != fingerprint.get(k)]
@@ -386,6 +448,7 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
     if slurm_end:
         deadlines.append(slurm_end - SLURM_END_MARGIN)
     session.deadline = min(deadlines) if deadlines else None
+    session.deadline_is_job_end = bool(slurm_end) and session.deadline == deadlines[-1]
     session.notes.extend(notes)
     if chosen.dropped:
         session.notes.append(f"{options.collective} reduces float32 elements; sizes that are not a "

@@ -225,6 +225,20 @@ def test_time_budget_stops_launching_in_time(autotune_cli, tmp_path):
     assert 1 <= len(study.trials) < 200
 
 
+def test_the_slurm_jobs_end_stops_with_exit_75_to_requeue(autotune_cli, tmp_path):
+    # the job ends in 140 s: autotune stops launching 120 s before, with trials left
+    end = str(int(time.time()) + 140)
+    proc = autotune_cli("start", *FAST, "--trials", "200", "--confirm", "0",
+                        extra_env={"SLURM_JOB_END_TIME": end})
+    assert proc.returncode == 75, proc.stderr
+    assert "Slurm job ends before another trial would finish" in proc.stderr
+    assert 1 <= len(load(tmp_path / "home").trials) < 200
+    # an own --time-budget that runs out is a normal end: exit 0
+    proc = autotune_cli("start", *FAST, "--trials", "200", "--confirm", "0", "--time-budget", "10s",
+                        extra_env={"SLURM_JOB_END_TIME": str(int(time.time()) + 3600)})
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_infrastructure_failures_are_retried_then_pause(tmp_path, monkeypatch):
     from autotune.session import StartOptions, prepare_session
     from autotune.units import parse_size_range

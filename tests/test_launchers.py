@@ -35,6 +35,7 @@ def stubs(tmp_path):
     log = tmp_path / "calls.log"
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", STUB_LOG=str(log),
                SLURM_JOB_ID="4242", SLURM_JOB_NUM_NODES="3", SLURM_JOB_NODELIST="node[01-03]",
+               SLURM_CPUS_ON_NODE="8",
                AUTOTUNE_HOME=str(tmp_path / "home"))
     return env, log
 
@@ -93,6 +94,16 @@ def test_sbatch_does_not_requeue_a_finished_study_or_past_the_limit(stubs):
     assert not [c for c in calls(log) if c.startswith("scontrol requeue")]
 
 
+@pytest.mark.parametrize("template", ["autotune.sbatch", "ray-on-slurm.sbatch"])
+def test_requeued_when_autotune_stops_for_the_jobs_end(stubs, template):
+    """autotune stops before the limit on its own (no trial would finish): exit 75 -> requeue."""
+    env, log = stubs
+    proc = run_template(template, {**env, "STUB_EXIT": "75"}, "--nodes", "1")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "scontrol requeue 4242" in calls(log), out
+
+
 def test_sbatch_returns_autotunes_failure(stubs):
     env, _ = stubs
     proc = run_template("autotune.sbatch", {**env, "STUB_EXIT": "2"})
@@ -109,10 +120,11 @@ def test_ray_on_slurm_starts_head_and_workers_then_autotune(stubs):
     assert proc.returncode == 0, err
     lines = calls(log)
     head = next(c for c in lines if "--head" in c)
-    assert head.startswith("srun --overlap --nodes=1 --ntasks=1 -w node01 ray start --head --block")
+    assert head.startswith("srun --overlap --nodes=1 --ntasks=1 --cpus-per-task=8 -w node01 "
+                           "ray start --head --block")
     assert '--node-ip-address=10.1.0.1 --port=6379' in head and '{"mpi_node": 1}' in head
     workers = next(c for c in lines if "--address=10.1.0.1:6379" in c)
-    assert "--nodes=2 --ntasks=2 --ntasks-per-node=1 --exclude=node01" in workers
+    assert "--nodes=2 --ntasks=2 --ntasks-per-node=1 --cpus-per-task=8 --exclude=node01" in workers
     assert '{"mpi_node": 1}' in workers
     auto = next(c for c in lines if c.startswith("autotune"))
     assert auto == ("autotune start --collective allreduce --trials 100 --launcher ray "

@@ -62,3 +62,19 @@ def test_probe_reports_this_machine(autotune_cli):
     assert data["pml_ucx_selected_by_default"] is False  # no mlx* device here: must be forced
     text = autotune_cli("probe", check=True).stdout
     assert "NOT selected by default" in text and "--mca pml ucx" in text
+
+
+def test_node_probe_round_trips_and_refuses_garbage():
+    import subprocess
+    import sys
+
+    from autotune.probe import parse_node_probe, probe_capabilities
+
+    out = subprocess.run([sys.executable, "-m", "autotune.probe"], capture_output=True, text=True,
+                         check=True).stdout
+    caps, host = parse_node_probe("some MPI noise\n" + out)
+    assert caps == probe_capabilities() and host.cores >= 1 and host.cpu_model
+    for text, message in [("", "printed no result"), ("AUTOTUNE-NODE-PROBE {not json", "unreadable"),
+                          ('AUTOTUNE-NODE-PROBE {"capabilities": {}}', "unreadable")]:
+        with pytest.raises(ValueError, match=message):
+            parse_node_probe(text)

@@ -48,6 +48,8 @@ def test_study_across_two_hosts_with_a_hostfile(testbed, autotune_cli, tmp_path)
     hostfile.write_text("".join(f"{h} slots=1\n" for h in testbed.hosts))
     proc = run_study(autotune_cli, testbed, "--hostfile", str(hostfile))
     assert "launcher: hostfile (--hostfile given" in proc.stderr
+    # MPI, UCX and cores come from the first node (its own host name), not from this machine
+    assert f"nodes probed on {testbed.tag}h1: Open MPI" in proc.stderr
     check_ran_on_both(tmp_path, testbed)
 
 
@@ -56,7 +58,19 @@ def test_study_across_two_hosts_in_a_slurm_allocation(testbed, autotune_cli, tmp
     nodelist = f"{first[:-1]}[{first[-1]}-{second[-1]}]"  # compressed, as Slurm writes it
     proc = run_study(autotune_cli, testbed, extra_env={"SLURM_JOB_NODELIST": nodelist})
     assert "launcher: slurm (SLURM_JOB_NODELIST is set" in proc.stderr
+    assert f"nodes probed on {testbed.tag}h1: Open MPI" in proc.stderr
     check_ran_on_both(tmp_path, testbed)
+
+
+def test_a_node_that_cannot_be_reached_is_a_clear_error(testbed, autotune_cli, tmp_path):
+    hostfile = tmp_path / "hosts"
+    dead = testbed.hosts[0].rsplit(".", 1)[0] + ".99"  # on the bed's subnet, but no host there
+    hostfile.write_text(f"{dead} slots=1\n{testbed.hosts[0]} slots=1\n")
+    proc = autotune_cli("start", "--collective", "allreduce", "--nodes", "2", "--ppn", "1",
+                        "--trials", "1", "--hostfile", str(hostfile), *testbed.launcher_args(),
+                        "--foreground", timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert f"cannot probe node {dead}" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_parallel_trials_on_the_two_hosts(testbed, autotune_cli, tmp_path):

@@ -2,6 +2,7 @@
 network-namespace host of its own): trials land on the nodes they reserved, two run at once on
 disjoint nodes, a node killed mid-trial fails only its trial, a lost head stops the run cleanly."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -50,7 +51,14 @@ def test_trials_land_on_the_nodes_they_reserved(cluster, autotune_cli, tmp_path)
     proc = autotune_cli(*start_args(cluster), check=True)
     assert "launcher: ray (--launcher; Ray cluster at" in proc.stderr
     assert "4 node(s) with resource 'mpi_node'" in proc.stderr
-    done = [t for t in load(tmp_path).trials if t.state == TrialState.COMPLETE]
+    # MPI, UCX and cores were probed on an MPI node (its own host name), not on this machine
+    assert re.search(r"nodes probed on (\S+): Open MPI", proc.stderr).group(1) in cluster.namespaces
+    study = load(tmp_path)
+    # the fingerprint names every node trials may use, by address and by host name
+    fingerprint = study.user_attrs["autotune.fingerprint"]
+    assert sorted(fingerprint["node_names"]) == sorted(cluster.namespaces)
+    assert sorted(fingerprint["hosts"]) == sorted(cluster.bed.hosts)
+    done = [t for t in study.trials if t.state == TrialState.COMPLETE]
     assert len(done) >= 2
     for trial in done:
         reserved = trial.user_attrs["nodes"]

@@ -1,0 +1,40 @@
+"""Which launcher `--launcher auto` picks, and why, from the options and the environment."""
+import pytest
+
+from autotune.errors import InputError
+
+from autotune.session import StartOptions, pick_launcher, ranks_per_node
+
+
+@pytest.mark.parametrize("options, env, expected", [
+    ({}, {}, ("local", "no allocation found")),
+    ({"launcher": "hostfile", "hostfile": "hosts"}, {"RAY_ADDRESS": "h:1"}, ("hostfile", "--launcher")),
+    ({"ray_address": "h:1"}, {"SLURM_JOB_NODELIST": "n[1-2]"}, ("ray", "--ray-address given")),
+    ({}, {"SLURM_JOB_NODELIST": "n[1-2]", "RAY_ADDRESS": "h:1"}, ("slurm", "SLURM_JOB_NODELIST is set")),
+    ({"hostfile": "hosts"}, {"RAY_ADDRESS": "h:1"}, ("hostfile", "--hostfile given")),
+    ({"hostfile": "hosts"}, {"SLURM_JOB_NODELIST": "n[1-2]"}, ("hostfile", "--hostfile given")),
+    ({}, {"RAY_ADDRESS": "h:1"}, ("ray", "RAY_ADDRESS is set")),
+])
+def test_auto_picks_from_options_then_environment(monkeypatch, options, env, expected):
+    for name in ("SLURM_JOB_NODELIST", "RAY_ADDRESS"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert pick_launcher(StartOptions(collective="allreduce", **options)) == expected
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"launcher": "slurm", "ray_address": "h:1"}, "--ray-address is for --launcher ray"),
+    ({"launcher": "local", "hostfile": "hosts"}, "--hostfile is for --launcher hostfile"),
+    ({"hostfile": "hosts", "ray_address": "h:1"}, "give one"),
+])
+def test_contradicting_options_are_refused(options, message):
+    with pytest.raises(InputError, match=message):
+        pick_launcher(StartOptions(collective="allreduce", **options))
+
+
+@pytest.mark.parametrize("options", [{"hostfile": "hosts"}, {"ray_address": "h:1"}])
+def test_ppn_is_required_where_this_machine_may_not_be_a_node(options):
+    with pytest.raises(InputError, match="--ppn is required"):
+        ranks_per_node(StartOptions(collective="allreduce", **options))
+    assert ranks_per_node(StartOptions(collective="allreduce", ppn=36, **options)) == 36
