@@ -42,14 +42,14 @@ def srun_mapping_args(mpirun_args: tuple[str, ...]) -> list[str]:
             i += 2
         else:
             raise InputError(f"mpirun option {option} has no srun equivalent; "
-                                     "use --launch-with mpirun")
+                             "use --launch-with mpirun")
         if option in SRUN_NATIVE:
             out.append(f"{option}={value}")
         elif (option, value) in SRUN_EQUIVALENTS:
             out.append(SRUN_EQUIVALENTS[(option, value)])
         else:
             raise InputError(f"mpirun option {option} {value} has no srun equivalent; "
-                                     "use --launch-with mpirun")
+                             "use --launch-with mpirun")
     return out
 
 

@@ -165,3 +165,31 @@ def test_losing_the_head_stops_the_run_and_keeps_the_study(cluster, tmp_path):
     assert [t.user_attrs["requeued_from"] for t in queued] == [interrupted[0].number]
     assert queued[0].system_attrs["fixed_params"] == interrupted[0].params
     assert sum(t.state == TrialState.COMPLETE for t in trials) >= complete_before
+
+
+def test_a_node_with_more_than_one_mpi_node_is_refused(autotune_cli, tmp_path):
+    """Such a node could hold bundles of two trials at once: refused before anything runs."""
+    import tempfile
+
+    port = raybed._free_port("127.0.0.1")
+    root = tempfile.mkdtemp(prefix="atr", dir="/tmp")
+    head = subprocess.Popen([raybed.RAY, "start", "--head", "--block", "--node-ip-address=127.0.0.1",
+                             f"--port={port}", "--num-cpus=1", "--include-dashboard=false",
+                             "--object-store-memory=80000000", f"--temp-dir={root}",
+                             '--resources={"mpi_node": 2}'],
+                            env=dict(os.environ, **raybed.QUIET), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        proc = autotune_cli("start", "--collective", "allreduce", "--ppn", "1", "--trials", "1",
+                            "--ray-address", f"127.0.0.1:{port}", "--foreground", timeout=180)
+        for _ in range(60):  # the head may take a few seconds to answer
+            if "no Ray cluster answers" not in proc.stderr:
+                break
+            time.sleep(1.0)
+            proc = autotune_cli("start", "--collective", "allreduce", "--ppn", "1", "--trials", "1",
+                                "--ray-address", f"127.0.0.1:{port}", "--foreground", timeout=180)
+        assert proc.returncode == 1, proc.stderr
+        assert "Ray nodes must carry exactly 1 'mpi_node'" in proc.stderr and "(2)" in proc.stderr
+    finally:
+        raybed._kill_session(head.pid)
+        shutil.rmtree(root, ignore_errors=True)
