@@ -12,7 +12,7 @@ import re
 import shutil
 import socket
 import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 
@@ -251,11 +251,9 @@ NODE_PROBE_MARK = "AUTOTUNE-NODE-PROBE "
 
 def capabilities_from_dict(data: dict) -> Capabilities:
     """The inverse of Capabilities.to_dict (derived fields dropped)."""
-    numa = {k: int(data["numa"][k]) for k in ("sockets", "numa_nodes", "cores")}
-    fields = {k: data[k] for k in ("mpi_family", "mpi_version", "components", "enumerators",
-                                   "mca_defaults", "ucx_version", "ucx_transports",
-                                   "ucx_features", "host")}
-    return Capabilities(**fields, numa=NumaLayout(**numa))
+    numa = NumaLayout(**{f.name: int(data["numa"][f.name]) for f in fields(NumaLayout)})
+    return Capabilities(**{f.name: data[f.name] for f in fields(Capabilities) if f.name != "numa"},
+                        numa=numa)
 
 
 def parse_node_probe(stdout: str) -> tuple[Capabilities, HostInfo]:
@@ -265,7 +263,7 @@ def parse_node_probe(stdout: str) -> tuple[Capabilities, HostInfo]:
             try:
                 data = json.loads(line[len(NODE_PROBE_MARK):])
                 return (capabilities_from_dict(data["capabilities"]),
-                        HostInfo(**{k: data["host"][k] for k in HostInfo.__dataclass_fields__}))
+                        HostInfo(**{f.name: data["host"][f.name] for f in fields(HostInfo)}))
             except (KeyError, TypeError, ValueError) as exc:
                 raise ValueError(f"unreadable node probe: {type(exc).__name__}: {exc}") from None
     raise ValueError("the node probe printed no result")

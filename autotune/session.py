@@ -185,13 +185,13 @@ def pick_launcher(options: StartOptions) -> tuple[str, str]:
     return "local", "no allocation found"
 
 
-def make_pool(options: StartOptions, caps: Capabilities) -> tuple[NodePool, str]:
+def make_pool(options: StartOptions, caps: Capabilities, choice: str, why: str
+              ) -> tuple[NodePool, str]:
     """The node pool trials run on (one group per running trial), and a line saying what was
     picked and why."""
     for name, value in options.launcher_mca:
         if not re.fullmatch(r"[a-z][a-z0-9_]{0,127}", name) or not SITE_VALUE_RE.fullmatch(value):
             raise InputError(f"--launcher-mca {name}={value}: invalid name or value")
-    choice, why = pick_launcher(options)
     if options.launch_with != "mpirun" and choice != "slurm":
         raise InputError(f"--launch-with {options.launch_with} needs the slurm launcher "
                          f"(this is {choice})")
@@ -286,8 +286,10 @@ def prepare_session(options: StartOptions) -> Session:
     space = load_space(options.space)
     chosen = choose_sizes(options.collective, options.sizes, options.weights_file)
     caps = probe_capabilities()
-    _check_launch_tool(options, caps)
-    hosts = _static_hosts(options, caps)
+    choice, why = pick_launcher(options)
+    _check_launch_tool(options, caps, choice)
+    # a fixed allocation's hosts (a Ray cluster counts its nodes on connecting)
+    hosts = None if choice == "ray" else make_launcher(options, caps, choice, why)[0].hosts()
     if hosts is not None and options.nodes > len(hosts):
         raise EnvironmentProblem(f"--nodes {options.nodes} but only {len(hosts)} host(s) "
                                  f"are available ({', '.join(hosts)}); use --hostfile, a Slurm "
@@ -301,9 +303,9 @@ def prepare_session(options: StartOptions) -> Session:
                        log=str(lock.log)))
     pool = None
     try:
-        pool, launcher_note = make_pool(options, caps)
+        pool, launcher_note = make_pool(options, caps, choice, why)
         notes = [launcher_note]
-        if pick_launcher(options)[0] == "local":
+        if choice == "local":
             host = probe_host(caps)
         else:  # what counts is the nodes, not the machine autotune runs on
             caps, host = probe_nodes(pool)
@@ -363,9 +365,8 @@ def probe_nodes(pool: NodePool) -> tuple[Capabilities, HostInfo]:
         raise EnvironmentProblem(f"cannot probe node {where}: {exc}") from None
 
 
-def _check_launch_tool(options: StartOptions, caps: Capabilities) -> None:
+def _check_launch_tool(options: StartOptions, caps: Capabilities, choice: str) -> None:
     """The command the chosen launcher starts ranks with must exist here (Ray: on the nodes)."""
-    choice, _ = pick_launcher(options)
     if choice == "ray":
         return
     if choice == "slurm" and options.launch_with == "srun":
@@ -376,14 +377,6 @@ def _check_launch_tool(options: StartOptions, caps: Capabilities) -> None:
         tool, hint = "mpirun", "install Open MPI (apt-get install openmpi-bin libopenmpi-dev ucx-utils)"
     if not shutil.which(tool):
         raise EnvironmentProblem(f"{tool} not found on PATH: {hint}")
-
-
-def _static_hosts(options: StartOptions, caps: Capabilities) -> tuple[str, ...] | None:
-    """The hosts of a fixed allocation (None for Ray: its nodes are counted on connecting)."""
-    choice, why = pick_launcher(options)
-    if choice == "ray":
-        return None
-    return make_launcher(options, caps, choice, why)[0].hosts()
 
 
 def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved, config,

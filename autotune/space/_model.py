@@ -102,6 +102,10 @@ class Parameter:
             return False
         return not (self.scope == "multi-node" and ctx.nodes < 2)
 
+    def gives_way(self, present: set[str]) -> bool:
+        """True when every parameter this one yields to is present (see yields_to)."""
+        return bool(self.yields_to) and all(name in present for name in self.yields_to)
+
     def active(self, params: Mapping[str, Any]) -> bool:
         return all(params.get(name, _MISSING) in values for name, values in self.when)
 
@@ -138,7 +142,7 @@ class SearchSpace:
     def for_context(self, ctx: TrialContext) -> tuple[Parameter, ...]:
         here = [p for p in self.parameters if p.applies_to(ctx)]
         names = {p.name for p in here}
-        return tuple(p for p in here if not (p.yields_to and all(n in names for n in p.yields_to)))
+        return tuple(p for p in here if not p.gives_way(names))
 
     def context_parameters(self, ctx: TrialContext) -> tuple[Parameter, ...]:
         return tuple(p for p in self.for_context(ctx) if p.apply == "context")

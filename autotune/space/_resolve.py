@@ -130,9 +130,9 @@ def resolve(space: SearchSpace, caps: Capabilities, ctx: TrialContext) -> Resolv
                 break
     # a knob with a finer replacement (UCX_RNDV_THRESH -> intra/inter parts) stays only where
     # the replacement cannot be used: one node, or a UCX without the split form
+    kept = set(available) - drop
     for p in space.parameters:
-        if (p.yields_to and p.name in available and p.name not in drop
-                and all(o in available and o not in drop for o in p.yields_to)):
+        if p.name in kept and p.gives_way(kept):
             drop.add(p.name)
             removed.append(Removal(p.name, None, f"gives way to {', '.join(p.yields_to)} on "
                                                  f"{ctx.nodes} node(s)"))

@@ -4,6 +4,7 @@ disjoint nodes, a node killed mid-trial fails only its trial, a lost head stops 
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -180,14 +181,14 @@ def test_a_node_with_more_than_one_mpi_node_is_refused(autotune_cli, tmp_path):
                             env=dict(os.environ, **raybed.QUIET), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
+        for _ in range(60):  # until the head answers
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+                break
+            except OSError:
+                time.sleep(1.0)
         proc = autotune_cli("start", "--collective", "allreduce", "--ppn", "1", "--trials", "1",
                             "--ray-address", f"127.0.0.1:{port}", "--foreground", timeout=180)
-        for _ in range(60):  # the head may take a few seconds to answer
-            if "no Ray cluster answers" not in proc.stderr:
-                break
-            time.sleep(1.0)
-            proc = autotune_cli("start", "--collective", "allreduce", "--ppn", "1", "--trials", "1",
-                                "--ray-address", f"127.0.0.1:{port}", "--foreground", timeout=180)
         assert proc.returncode == 1, proc.stderr
         assert "Ray nodes must carry exactly 1 'mpi_node'" in proc.stderr and "(2)" in proc.stderr
     finally:
