@@ -9,23 +9,28 @@ from __future__ import annotations
 
 import hashlib
 import re
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ..errors import SpaceError
+from ..errors import EnvironmentProblem, SpaceError
 from ..units import parse_size
-from ._model import (APPLY_KINDS, SCOPES, TYPES, Compose, Parameter, Requirement, SearchSpace,
-                     Setting, check_value)
+from ._model import (APPLY_KINDS, SCOPES, TYPES, UNSET, Compose, Parameter, Requirement,
+                     SearchSpace, Setting, check_value)
 
-SPACES_DIR = Path(__file__).resolve().parent.parent.parent / "search_spaces"
+# The shipped spaces live in search_spaces/ at the top of the repository; autotune/search_spaces is
+# a symlink to it, so the package finds them as its resource both from a checkout (editable
+# install) and in a wheel, which holds a copy (package-data in pyproject.toml).
+SPACES_DIR = Path(str(files("autotune") / "search_spaces"))
 MAX_SPACE_BYTES = 256 * 1024
 STACKS = ("openmpi", "mpich", "cray-mpich", "any")
 COLLECTIVES = ("allreduce", "allgather", "alltoall", "bcast", "reduce")
 REQUIREMENT_KINDS = ("mca_component", "ucx_transport", "ucx_feature", "mpi", "scope")
 REQUIRED_SCOPES = ("single-node", "multi-node")
 CONTEXT_PROPERTIES = ("nps",)
+PROBED_SELECTORS = ("pml",)  # selectors whose own choice on the nodes the probe can tell
 
 ENV_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,127}$")
 MCA_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,127}$")
@@ -90,7 +95,14 @@ def _parse_yaml(text: str, origin: str) -> Any:
 
 
 def available_spaces() -> dict[str, Path]:
-    return {p.stem: p for p in sorted(SPACES_DIR.glob("*.yaml"))}
+    """The shipped spaces by name. None found means a broken install, never an empty list."""
+    spaces = {p.stem: p for p in sorted(SPACES_DIR.glob("*.yaml"))}
+    if not spaces:
+        raise EnvironmentProblem(
+            f"the search spaces shipped with autotune are missing (no *.yaml in {SPACES_DIR}): "
+            "this autotune install is broken; reinstall it (pip install --force-reinstall "
+            "autotune, or scripts/install.sh in a checkout)")
+    return spaces
 
 
 def load_space(spec: str) -> SearchSpace:
@@ -321,12 +333,33 @@ def _parse_compose(item: Any, where: str, params: list[Parameter]) -> Compose:
     return Compose(apply=apply, name=name, template=template, parts=parts)
 
 
+def _parse_choice_implies(raw: Any, choices: tuple[Any, ...], default: Any, where: str
+                          ) -> tuple[tuple[Any, tuple[tuple[str, str], ...]], ...]:
+    """choice -> MCA settings that come with it (pml ucx -> pml_ucx_devices=any, ...)."""
+    if not isinstance(raw, dict):
+        raise SpaceError(f"{where}: choice_implies: expected a mapping of choice -> MCA settings")
+    out = []
+    for choice, settings in raw.items():
+        if choice not in choices or choice == default:
+            raise SpaceError(f"{where}: choice_implies: {choice!r} is not a non-default choice")
+        if not isinstance(settings, dict) or not settings:
+            raise SpaceError(f"{where}: choice_implies: {choice}: expected MCA parameter -> value")
+        pairs = []
+        for k, v in settings.items():
+            check_name("mca", k, f"{where}: choice_implies")
+            check_value(where, str(k), str(v))
+            pairs.append((str(k), str(v)))
+        out.append((choice, tuple(pairs)))
+    return tuple(out)
+
+
 def _parse_parameter(item: Any, where: str) -> Parameter:
     if not isinstance(item, dict):
         raise SpaceError(f"{where}: expected a mapping")
     _only_keys(item, {"name", "apply", "type", "choices", "default", "low", "high", "step", "log",
                       "when", "collectives", "scope", "implies", "args", "requires",
-                      "choice_requires", "choices_from", "context", "yields_to", "source", "help"},
+                      "choice_requires", "choice_implies", "unset_means", "choices_from", "context",
+                      "yields_to", "source", "help"},
                 where)
     apply = item.get("apply")
     name = check_name(apply, item.get("name"), where)
@@ -422,8 +455,16 @@ def _parse_parameter(item: Any, where: str) -> Parameter:
         if choice == default:
             raise SpaceError(f"{where}: choice_requires: the default {choice!r} must always be possible")
         choice_requires.append((choice, _parse_requirements(raw, f"{where}: choice_requires: {choice}")))
+    unset_means = item.get("unset_means", "")
+    if unset_means not in ("", "probe"):
+        raise SpaceError(f"{where}: unset_means: only probe is supported, not {unset_means!r}")
+    if unset_means and (name not in PROBED_SELECTORS or UNSET not in fields.get("choices", ())):
+        raise SpaceError(f"{where}: unset_means: probe needs a choice {UNSET!r} and a selector the "
+                         f"probe knows ({', '.join(PROBED_SELECTORS)})")
     return Parameter(name=name, apply=apply, type=kind, default=default, scope=scope,
                      collectives=tuple(collectives), implies=tuple(implied), requires=requires,
                      choice_requires=tuple(choice_requires), choices_from=choices_from,
-                     yields_to=yields_to,
+                     choice_implies=_parse_choice_implies(item.get("choice_implies", {}),
+                                                          fields.get("choices", ()), default, where),
+                     unset_means=unset_means, yields_to=yields_to,
                      source=str(item.get("source", "")), help=str(item.get("help", "")), **fields)

@@ -90,6 +90,8 @@ class Parameter:
     choice_requires: tuple[tuple[Any, tuple[Requirement, ...]], ...] = ()
     choices_from: str = ""  # "ompi_info": the installed MPI's enumeration of this MCA param
     context: str = ""  # for apply: context, which property of the allocation (e.g. "nps")
+    choice_implies: tuple[tuple[Any, tuple[tuple[str, str], ...]], ...] = ()  # MCA per choice
+    unset_means: str = ""  # "probe": which choice `unset` amounts to is read from the nodes
     # removed when all these survive resolution (one UCX_RNDV_THRESH gives way to intra/inter)
     yields_to: tuple[str, ...] = ()
     source: str = ""
@@ -171,7 +173,9 @@ class SearchSpace:
         return params
 
     def settings(self, params: Mapping[str, Any], ctx: TrialContext) -> LaunchSettings:
-        """Fixed settings plus the parameters' values, validated again (values may come from storage)."""
+        """Fixed settings plus the parameters' values, validated again (values may come from
+        storage). A value equal to its parameter's default is not applied: the default is the
+        MPI's own, so the default configuration is the untuned stack, with no setting at all."""
         env: dict[str, str] = {}
         mca: dict[str, str] = {}
         argv: list[str] = []
@@ -188,18 +192,22 @@ class SearchSpace:
             elif not is_choice(value, p.choices):
                 raise SpaceError(f"{self.name}: {p.name}={value!r} is not one of its choices")
             texts[p.name] = p.format_value(value)
-            if value == UNSET and p.apply in ("env", "mca"):
+            if is_choice(value, (p.default,)) or value == UNSET:
                 pass  # the MPI's own default: the variable stays unset
             elif p.apply == "mpirun":
                 _apply(Setting("mpirun", p.name, args=dict(p.args)[value]), env, mca, argv)
             elif p.apply in ("env", "mca"):
                 check_value(self.name, p.name, texts[p.name])
                 _apply(Setting(p.apply, p.name, texts[p.name]), env, mca, argv)
-            if value != p.default:
+            if not is_choice(value, (p.default,)):
                 for name, implied in p.implies:
                     mca[name] = implied
+                for name, implied in dict(p.choice_implies).get(value, ()):
+                    mca[name] = implied
+        by_name = {p.name: p for p in self.parameters}
         for c in self.compose:
-            if all(part in texts for part in c.parts):
+            if all(part in texts for part in c.parts) and not all(
+                    is_choice(params[part], (by_name[part].default,)) for part in c.parts):
                 value = c.template.format(**texts)
                 check_value(self.name, c.name, value)
                 _apply(Setting(c.apply, c.name, value), env, mca, argv)

@@ -3,12 +3,12 @@ say why, fill enumerations from ompi_info, and read allocation context (NPS) fro
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import SpaceError
 from ..probe import Capabilities
-from ._model import Parameter, Requirement, SearchSpace, TrialContext
+from ._model import UNSET, Parameter, Requirement, SearchSpace, TrialContext
 
 STACK_FAMILIES = {"openmpi": ("openmpi",), "mpich": ("mpich",), "cray-mpich": ("mpich",)}
 
@@ -29,6 +29,7 @@ class ResolvedSpace:
     space: SearchSpace
     removed: tuple[Removal, ...]
     context_values: dict[str, Any]  # context parameter -> this allocation's value
+    in_force: dict[str, str] | None = None  # selector -> what `unset` selects on these nodes
 
 
 def unmet(requirement: Requirement, caps: Capabilities, ctx: TrialContext | None = None) -> str:
@@ -136,5 +137,40 @@ def resolve(space: SearchSpace, caps: Capabilities, ctx: TrialContext) -> Resolv
             drop.add(p.name)
             removed.append(Removal(p.name, None, f"gives way to {', '.join(p.yields_to)} on "
                                                  f"{ctx.nodes} node(s)"))
-    return ResolvedSpace(space=space.without(drop, narrowed), removed=tuple(removed),
-                         context_values=context_values)
+    resolved = space.without(drop, narrowed)
+    resolved, in_force = _unset_in_force(resolved, caps, removed)
+    return ResolvedSpace(space=resolved, removed=tuple(removed), context_values=context_values,
+                         in_force=in_force)
+
+
+def selector_in_force(name: str, caps: Capabilities) -> str:
+    """The component Open MPI selects on its own for a framework selector (only pml so far):
+    pml ucx where one of the nodes' devices matches pml_ucx_devices (Open MPI 4.1: mlx*),
+    else ob1 (cm needs an MTL that these spaces do not search)."""
+    if name == "pml":
+        return "ucx" if caps.pml_ucx_selected_by_default() else "ob1"
+    raise SpaceError(f"the probe cannot tell which {name} Open MPI selects")
+
+
+def _unset_in_force(space: SearchSpace, caps: Capabilities, removed: list[Removal]
+                    ) -> tuple[SearchSpace, dict[str, str]]:
+    """For a selector whose `unset` is read from the nodes (pml): conditions that name the
+    component in force hold for `unset` too (UCX knobs are live under the untuned stack where
+    pml ucx is selected by default), and that component's companions are not needed."""
+    in_force: dict[str, str] = {}
+    params = list(space.parameters)
+    for p in space.parameters:
+        if p.unset_means != "probe":
+            continue
+        chosen = selector_in_force(p.name, caps)
+        in_force[p.name] = chosen
+        if dict(p.choice_implies).get(chosen):
+            companions = ", ".join(f"{k}={v}" for k, v in dict(p.choice_implies)[chosen])
+            removed.append(Removal(p.name, chosen, f"keeps {chosen} without {companions}: Open "
+                                                   f"MPI selects {chosen} here on its own"))
+            params = [replace(q, choice_implies=tuple(c for c in q.choice_implies if c[0] != chosen))
+                      if q.name == p.name else q for q in params]
+        params = [replace(q, when=tuple((n, (*v, UNSET) if n == p.name and chosen in v
+                                         and UNSET not in v else v) for n, v in q.when))
+                  for q in params]
+    return replace(space, parameters=tuple(params)), in_force

@@ -6,7 +6,8 @@ import pytest
 
 ALLREDUCE = TrialContext("allreduce", 1)
 CAPS = Capabilities(mpi_family="openmpi", mpi_version="4.1.4",
-                    components={"coll": ["tuned"], "pml": ["ucx"]},
+                    components={"coll": ["tuned"], "pml": ["ob1", "ucx"]},
+                    mca_defaults={"pml_ucx_devices": "mlx*"},  # no Mellanox device: ob1 in force
                     enumerators={f"coll_tuned_{c}_algorithm": list(range(8))
                                  for c in ("allreduce", "allgather", "alltoall", "bcast", "reduce")},
                     ucx_transports={"self": ["memory0"], "posix": ["memory"]},
@@ -23,15 +24,53 @@ def test_defaults_follow_conditions_collective_and_scope():
     assert defaults["coll_tuned_allreduce_algorithm"] == 0
     assert "coll_tuned_allreduce_algorithm_segmentsize" not in defaults  # inactive: algorithm 0
     assert not any(name.startswith("coll_tuned_bcast") for name in defaults)
-    assert "UCX_RNDV_THRESH" in defaults and "UCX_RNDV_THRESH_INTER" not in defaults  # 1 node
+    assert defaults["pml"] == "unset"  # the untuned stack: Open MPI picks the pml
+    assert not any(name.startswith("UCX_") for name in defaults)  # UCX knobs need pml ucx
     assert defaults["NPS"] == 2  # context: the allocation's value
-    multi = space.defaults(TrialContext("allreduce", 2))
-    assert "UCX_RNDV_THRESH" not in multi and multi["UCX_RNDV_THRESH_INTER"] == "auto"
+    ucx = space.defaults(ALLREDUCE) | {"pml": "ucx"}
+    single = {p.name for p in space.for_context(ALLREDUCE) if p.active(ucx)}
+    assert "UCX_RNDV_THRESH" in single and "UCX_RNDV_THRESH_INTER" not in single  # 1 node
+    multi = {p.name for p in space.for_context(TrialContext("allreduce", 2)) if p.active(ucx)}
+    assert "UCX_RNDV_THRESH" not in multi and "UCX_RNDV_THRESH_INTER" in multi
+
+
+def test_the_default_configuration_sets_nothing():
+    space = resolved("openmpi-ucx+openmpi-tuned")
+    settings = space.settings(space.defaults(ALLREDUCE, {"NPS": 1}), ALLREDUCE)
+    assert settings == type(settings)()  # no env, no MCA, no mpirun argument
+
+
+def test_pml_ucx_brings_its_companions_where_ob1_is_in_force():
+    result = resolve(load_space("openmpi-ucx"), CAPS, ALLREDUCE)
+    assert result.in_force == {"pml": "ob1"}
+    space = result.space
+    params = {**space.defaults(ALLREDUCE), "pml": "ucx", "UCX_TLS": "self,posix,cma"}
+    mca = dict(space.settings(params, ALLREDUCE).mca)
+    assert mca == {"pml": "ucx", "pml_ucx_devices": "any", "pml_ucx_tls": "any"}
+    assert not space.settings({**space.defaults(ALLREDUCE), "pml": "ob1"}, ALLREDUCE).env
+
+
+def test_ucx_knobs_are_live_under_the_untuned_stack_where_ucx_is_in_force():
+    mellanox = Capabilities(mpi_family="openmpi", mpi_version="4.1.4",
+                            components={"pml": ["ob1", "ucx"]},
+                            mca_defaults={"pml_ucx_devices": "mlx*"},
+                            ucx_transports={"rc_mlx5": ["mlx5_0:1"], "self": ["memory0"]},
+                            numa=NumaLayout(2, 2, 72))
+    result = resolve(load_space("openmpi-ucx"), mellanox, ALLREDUCE)
+    assert result.in_force == {"pml": "ucx"}
+    space = result.space
+    trial = LastChoiceTrial()
+    trial.choose = {"pml": "unset"}
+    params = space.suggest(trial, ALLREDUCE)
+    assert params["pml"] == "unset" and "UCX_TLS" in params  # asked: live without a setting
+    mca = dict(space.settings({**params, "UCX_TLS": "self,sm,rc"}, ALLREDUCE).mca)
+    assert "pml_ucx_devices" not in mca  # no companion needed where ucx is selected anyway
+    assert any("keeps ucx without pml_ucx_devices=any" in str(r) for r in result.removed)
 
 
 def test_settings_apply_fixed_params_implications_and_mpirun_args():
     space = resolved("openmpi-ucx+openmpi-tuned")
-    params = {**space.defaults(ALLREDUCE), "UCX_RNDV_THRESH": "8kb", "mapping": "cyclic",
+    params = {**space.defaults(ALLREDUCE), "pml": "ucx", "UCX_RNDV_THRESH": "8kb", "mapping": "cyclic",
               "coll_tuned_allreduce_algorithm": 5, "coll_tuned_allreduce_algorithm_segmentsize": 4096}
     settings = space.settings(params, ALLREDUCE)
     env, mca = dict(settings.env), dict(settings.mca)
@@ -48,7 +87,8 @@ def test_settings_apply_fixed_params_implications_and_mpirun_args():
 def test_composed_split_threshold_on_several_nodes():
     space = load_space("openmpi-ucx")
     ctx = TrialContext("alltoall", 4)
-    params = {**space.defaults(ctx), "UCX_RNDV_THRESH_INTRA": "32kb", "UCX_RNDV_THRESH_INTER": "128kb"}
+    params = {**space.defaults(ctx), "pml": "ucx", "UCX_RNDV_THRESH_INTRA": "32kb",
+              "UCX_RNDV_THRESH_INTER": "128kb"}
     env = dict(space.settings(params, ctx).env)
     assert env["UCX_RNDV_THRESH"] == "intra:32kb,inter:128kb"
     assert "UCX_RNDV_THRESH_INTRA" not in env
@@ -67,7 +107,7 @@ def test_unset_choice_leaves_the_variable_out():
 def test_settings_reject_values_outside_the_space():
     space = load_space("openmpi-ucx")
     with pytest.raises(SpaceError, match="not one of its choices"):
-        space.settings({"UCX_TLS": "self,tcp;reboot"}, ALLREDUCE)
+        space.settings({"pml": "ucx", "UCX_TLS": "self,tcp;reboot"}, ALLREDUCE)
 
 
 class LastChoiceTrial:
@@ -75,10 +115,11 @@ class LastChoiceTrial:
 
     def __init__(self):
         self.asked = []
+        self.choose = {}
 
     def suggest_categorical(self, name, choices):
         self.asked.append(name)
-        return choices[-1]
+        return self.choose.get(name, choices[-1])
 
     def suggest_int(self, name, low, high, step=1, log=False):
         self.asked.append(name)
