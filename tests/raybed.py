@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autotune.launch.executor import session_members
+from autotune.launch._executor import session_members
 from tests import multihost
 
 RAY = str(Path(sys.executable).with_name("ray"))

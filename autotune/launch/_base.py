@@ -20,6 +20,12 @@ class LaunchSpec:
     mca: tuple[tuple[str, str], ...] = ()  # Open MPI MCA parameters
     mpirun_args: tuple[str, ...] = ()  # mapping/binding options from the configuration
     oversubscribe: bool = False
+    # The configuration as data, carried down to where argv is built, so an executor that does
+    # not run mpirun (a recorded grid, a test) can serve the launch without parsing argv.
+    params: tuple[tuple[str, object], ...] = ()
+    is_default: bool = False  # the reference launch: the untuned stack
+    collective: str = ""
+    sizes: tuple[int, ...] = ()
 
     @property
     def ranks(self) -> int:
@@ -33,6 +39,7 @@ class Command:
     argv: tuple[str, ...]
     env: tuple[tuple[str, str], ...] = ()  # added to the launcher process's environment
     hosts: tuple[str, ...] = ()
+    spec: LaunchSpec | None = None  # what it was built from (configuration, sizes, default or not)
 
 
 @dataclass(frozen=True)

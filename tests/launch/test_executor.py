@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from autotune.launch import LaunchSpec, LocalLauncher, run_command
-from autotune.launch.executor import launch_environment
+from autotune.launch._executor import launch_environment
 
 
 def processes_with(marker):
@@ -52,13 +52,14 @@ def test_inherited_tuning_variables_are_dropped(monkeypatch):
 def test_ucx_knob_is_live_only_when_pml_ucx_is_forced(mpirun):
     """The knob changes what runs: UCX_TLS=self cannot connect two ranks, so MPI_Init fails under
     forced pml ucx; without forcing, Open MPI 4.1 picks ob1 here and the same variable is dead."""
+    from autotune.benchmarks import Mpi4pyBenchmark
     from autotune.errors import EnvironmentProblem
     from autotune.measure import MeasurementPlan, Measurer, check_ucx_live
     from autotune.space import LaunchSettings
 
     plan = MeasurementPlan(collective="allreduce", nodes=1, ppn=2, sizes=(8,), repetitions=3,
                            stages=1, time_per_size=0.005)
-    measurer = Measurer(plan, LocalLauncher())
+    measurer = Measurer(plan, LocalLauncher(), Mpi4pyBenchmark(), executor=run_command)
     forced = LaunchSettings(mca=(("pml", "ucx"), ("pml_ucx_devices", "any"), ("pml_ucx_tls", "any")))
     assert check_ucx_live(measurer, forced) is True
     with pytest.raises(EnvironmentProblem, match="not using pml ucx"):

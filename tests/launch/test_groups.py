@@ -4,9 +4,8 @@ import threading
 import pytest
 
 from autotune.errors import InputError, NoNodes
-from autotune.launch import LaunchSpec, LocalLauncher
-from autotune.launch.groups import StaticPool
-from autotune.launch.hostfile import HostListLauncher, srun_mapping_args
+from autotune.launch import HostListLauncher, LaunchSpec, LocalLauncher, StaticPool
+from autotune.launch._hostlist import srun_mapping_args
 
 HOSTS = ["n1", "n2", "n3", "n4", "n5"]
 

@@ -1,9 +1,7 @@
 import pytest
 
 from autotune.errors import InputError
-from autotune.launch import LaunchSpec
-from autotune.launch.hostfile import HostListLauncher
-from autotune.launch.hosts import expand_nodelist, read_hostfile
+from autotune.launch import HostListLauncher, LaunchSpec, expand_nodelist, read_hostfile
 
 
 @pytest.mark.parametrize("nodelist, hosts", [

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from autotune.launch import LaunchSpec, LocalLauncher
-from autotune.launch.executor import launch_environment
+from autotune.launch._executor import launch_environment
 from autotune.space import TrialContext, load_space
 
 pytestmark = pytest.mark.mpi

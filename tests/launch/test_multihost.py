@@ -36,10 +36,16 @@ def check_ran_on_both(tmp_path, testbed):
         argv = launch["argv"]
         assert argv[argv.index("--host") + 1] == f"{testbed.hosts[0]}:1,{testbed.hosts[1]}:1"
         assert len(set(launch["hosts"])) == 2  # two host names, reported by the ranks themselves
+        if trial.params["pml"] != "ucx":  # UCX knobs are asked for only under pml ucx
+            assert not any(name.startswith("UCX_") for name in trial.params)
+            continue
         # on-node-only transport sets cannot connect two hosts: they leave multi-node studies
         assert trial.params["UCX_TLS"] not in ("sm", "self,sm", "self,posix,cma", "self,sysv,cma")
         # one threshold, or the intra/inter pair where UCX accepts it (1.13 does not), never both
         assert ("UCX_RNDV_THRESH" in trial.params) != ("UCX_RNDV_THRESH_INTER" in trial.params)
+    removed = study.user_attrs["autotune.resolution"]["removed"]
+    for tls in ("sm", "self,sm", "self,posix,cma", "self,sysv,cma"):
+        assert f"UCX_TLS={tls}: single-node only; this study runs on 2 node(s)" in removed
     assert study.user_attrs["autotune.fingerprint"]["hosts"] == testbed.hosts
 
 

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from autotune.errors import ClusterLost
-from autotune.launch import raynodes
+from autotune.launch import _ray as raynodes
 
 
 def test_a_call_the_head_does_not_answer_is_a_lost_cluster(monkeypatch):

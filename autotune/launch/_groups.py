@@ -3,7 +3,7 @@ paired default launches too, so a candidate and its reference always share nodes
 after. With `--parallel k` the allocation is cut into k disjoint groups, one per running trial.
 
 A pool hands groups out. StaticPool cuts a fixed host list (this machine, a hostfile, a Slurm
-allocation); the Ray pool (raynodes.py) reserves a placement group per trial instead.
+allocation); the Ray pool (_ray.py) reserves a placement group per trial instead.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Protocol
 
 from ..errors import InputError, NoNodes
 from ._base import Command, LaunchSpec, RunResult
-from .executor import run_command
+from ._executor import run_command
 
 
 class NodeGroup(Protocol):

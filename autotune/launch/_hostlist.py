@@ -4,6 +4,9 @@
 - mpirun: `mpirun --host h1:ppn,h2:ppn`, site settings (remote agent, interfaces) as --mca;
 - srun (Slurm only): `srun --nodelist h1,h2 --ntasks-per-node ppn --mpi=pmix`, MCA parameters as
   OMPI_MCA_* variables (srun exports the environment), mapping options translated.
+
+Building argv needs neither program on PATH here (the bare name is used then): the session
+checks the tool up front and the executor reports a missing program as an infrastructure failure.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import shutil
 
 from ..errors import EnvironmentProblem, InputError
 from ._base import Command, LaunchSpec
-from .local import mpirun_base_args, spec_args
+from ._local import mpirun_base_args, spec_args
 
 METHODS = ("mpirun", "srun")
 
@@ -63,8 +66,8 @@ class HostListLauncher:
         self._hosts = tuple(hosts)
         self.site_mca = site_mca
         self.method = method
-        self.mpirun = mpirun or shutil.which("mpirun") or ""
-        self.srun = srun or shutil.which("srun") or ""
+        self.mpirun = mpirun or shutil.which("mpirun") or "mpirun"
+        self.srun = srun or shutil.which("srun") or "srun"
 
     def hosts(self) -> tuple[str, ...]:
         return self._hosts
@@ -79,8 +82,6 @@ class HostListLauncher:
         hosts = self._hosts[:spec.nodes]
         if self.method == "srun":
             return self._srun_command(spec, hosts)
-        if not self.mpirun:
-            raise EnvironmentProblem("mpirun not found on PATH")
         argv = [self.mpirun, *mpirun_base_args(), "-np", str(spec.ranks),
                 "--host", ",".join(f"{h}:{spec.ppn}" for h in hosts)]
         for name, value in self.site_mca:
@@ -89,8 +90,6 @@ class HostListLauncher:
         return Command(argv=tuple(argv), hosts=hosts)
 
     def _srun_command(self, spec: LaunchSpec, hosts: tuple[str, ...]) -> Command:
-        if not self.srun:
-            raise EnvironmentProblem("srun not found on PATH (--launch-with srun needs Slurm)")
         argv = [self.srun, f"--nodes={spec.nodes}", f"--ntasks={spec.ranks}",
                 f"--ntasks-per-node={spec.ppn}", f"--nodelist={','.join(hosts)}", "--mpi=pmix",
                 "--kill-on-bad-exit=1", "--export=ALL"]

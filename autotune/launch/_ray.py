@@ -30,8 +30,8 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from ..errors import ClusterLost, EnvironmentProblem, InputError, NoNodes
 from ._base import Command, LaunchSpec, RunResult
-from .executor import run_command
-from .hostfile import HostListLauncher
+from ._executor import run_command
+from ._hostlist import HostListLauncher
 
 DEFAULT_RESOURCE = "mpi_node"
 RECONNECT_ENV = "RAY_gcs_rpc_server_reconnect_timeout_s"

@@ -1,0 +1,86 @@
+"""The single-host launcher: every rank on this machine, argv by MPI family.
+
+- Open MPI: `mpirun -np N`, MCA parameters as --mca, variables as -x;
+- MPICH and Cray MPICH under Hydra: `mpiexec -n N -ppn N`, every variable as -genv, no MCA.
+
+Building argv needs no MPI installed: without the program on PATH the bare name is used; the
+session refuses up front (check_launch_tool) and the executor reports a missing program as an
+infrastructure failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+
+from ..errors import EnvironmentProblem
+from ._base import Command, LaunchSpec
+
+FAMILIES = ("openmpi", "mpich")  # any other family is launched the Open MPI way, as before
+
+
+def launch_program(family: str) -> str:
+    """The command that starts ranks for an MPI family: mpiexec (Hydra) for MPICH, else mpirun."""
+    return "mpiexec" if family == "mpich" else "mpirun"
+
+
+def mpirun_base_args() -> list[str]:
+    """Options every Open MPI launch needs here: root permission is explicit, never implied."""
+    args = []
+    if os.geteuid() == 0:
+        args.append("--allow-run-as-root")
+    return args
+
+
+def spec_args(spec: LaunchSpec) -> list[str]:
+    """Translate the configuration part of a spec into mpirun arguments (list, no quoting)."""
+    args: list[str] = []
+    if spec.oversubscribe:
+        args.append("--oversubscribe")
+    for name, value in spec.mca:
+        args += ["--mca", name, value]
+    for name, value in spec.env:
+        args += ["-x", f"{name}={value}"]
+    args += list(spec.mpirun_args)
+    return args
+
+
+class LocalLauncher:
+    """Runs every rank on this machine; `--nodes` must be 1. Named `local` for Open MPI and
+    `mpich` for MPICH (the name is shown and recorded with each trial's node group)."""
+
+    def __init__(self, mpirun: str | None = None, *, family: str = "openmpi",
+                 mpiexec: str | None = None) -> None:
+        self.family = "mpich" if family == "mpich" else "openmpi"
+        self.name = "mpich" if self.family == "mpich" else "local"
+        tool = launch_program(self.family)
+        given = mpiexec if self.family == "mpich" else mpirun
+        self.program = given or shutil.which(tool) or tool
+
+    def hosts(self) -> tuple[str, ...]:
+        return (socket.gethostname(),)
+
+    def on_hosts(self, hosts: tuple[str, ...]) -> "LocalLauncher":
+        return self  # one host: every group is this machine
+
+    def command(self, spec: LaunchSpec) -> Command:
+        if self.family == "mpich":
+            return Command(argv=tuple(self._hydra_argv(spec)), hosts=self.hosts())
+        if spec.nodes > 1:
+            raise EnvironmentProblem(
+                f"--nodes {spec.nodes} but the local launcher has 1 host ({self.hosts()[0]})")
+        argv = [self.program, *mpirun_base_args(), "-np", str(spec.ranks), *spec_args(spec),
+                *spec.program]
+        return Command(argv=tuple(argv), hosts=self.hosts())
+
+    def _hydra_argv(self, spec: LaunchSpec) -> list[str]:
+        if spec.mca:
+            names = ", ".join(name for name, _ in spec.mca)
+            raise EnvironmentProblem(f"MCA parameters ({names}) are Open MPI's; MPICH has none")
+        if spec.nodes > 1:
+            raise EnvironmentProblem(f"--nodes {spec.nodes}: the MPICH launcher runs on this host only")
+        argv = [self.program, "-n", str(spec.ranks), "-ppn", str(spec.ppn)]
+        for name, value in spec.env:
+            argv += ["-genv", name, value]  # every rank sees it, whatever the launcher's env
+        return [*argv, *spec.mpirun_args, *spec.program]
