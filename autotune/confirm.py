@@ -17,14 +17,12 @@ from typing import Any
 
 import numpy as np
 import optuna
-from optuna.trial import TrialState
 from scipy import stats
 
 from . import objective
 from .measure import LaunchFailed, Measurer, PlannedLaunch
 from .space import LaunchSettings
-
-CONFIRMATION_ATTR = "autotune.confirmation"
+from .storage import CONFIRMATION_ATTR, TrialRecord
 
 
 @dataclass
@@ -63,25 +61,10 @@ class Confirmation:
 
 
 def settings_of(trial: optuna.trial.FrozenTrial) -> LaunchSettings:
-    stored = trial.user_attrs.get("settings") or {}
-    return LaunchSettings(env=tuple(stored.get("env", {}).items()),
-                          mca=tuple(stored.get("mca", {}).items()),
-                          mpirun_args=tuple(stored.get("mpirun_args", [])))
-
-
-def top_candidates(study: optuna.Study, k: int) -> list[optuna.trial.FrozenTrial]:
-    """The k best completed non-default trials with distinct parameters."""
-    seen, chosen = set(), []
-    trials = sorted((t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-                     if not t.user_attrs.get("is_default")), key=lambda t: t.value)
-    for trial in trials:
-        key = tuple(sorted((n, str(v)) for n, v in trial.params.items()))
-        if key not in seen:
-            seen.add(key)
-            chosen.append(trial)
-        if len(chosen) == k:
-            break
-    return chosen
+    """The settings the trial ran with, as stored with it (a StorageError if garbled)."""
+    stored = TrialRecord.from_trial(trial).settings
+    return LaunchSettings(env=tuple(stored.env.items()), mca=tuple(stored.mca.items()),
+                          mpirun_args=tuple(stored.mpirun_args))
 
 
 def bootstrap_interval(scores: list[float], seed: int) -> tuple[float, float]:
@@ -94,9 +77,10 @@ def bootstrap_interval(scores: list[float], seed: int) -> tuple[float, float]:
 
 
 def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSettings,
-            weights: dict[int, float], top_k: int = 3, rounds: int = 5,
-            seed: int | None = None) -> Confirmation | None:
-    trials = top_candidates(study, top_k)
+            weights: dict[int, float], trials: list[optuna.trial.FrozenTrial], rounds: int = 5,
+            seed: int | None = None, default_params: dict[str, Any] | None = None
+            ) -> Confirmation | None:
+    """Re-measure `trials` (the strategy's pick) against the default in `rounds` rounds."""
     if not trials:
         return None
     rng = random.Random(seed)
@@ -111,11 +95,13 @@ def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSet
             for cand in order:
                 planned = PlannedLaunch(index=-1, block=block_index, rep=round_index, sizes=block)
                 try:
-                    default = measurer.run_launch(default_settings, planned, rng.randrange(2**31))
+                    default = measurer.run_launch(default_settings, planned, rng.randrange(2**31),
+                                                  params=default_params, is_default=True)
                 except LaunchFailed:
                     continue  # no reference this time: this pair is skipped
                 try:
-                    record = measurer.run_launch(settings[cand.trial], planned, rng.randrange(2**31))
+                    record = measurer.run_launch(settings[cand.trial], planned, rng.randrange(2**31),
+                                                 params=cand.params)
                 except LaunchFailed as exc:
                     cand.failed = f"{exc.reason}: {exc.detail}"[:200]
                     continue

@@ -9,7 +9,8 @@ from dataclasses import asdict, dataclass
 import optuna
 from optuna.trial import TrialState
 
-from .storage import load_baselines, stored_config
+from .storage import (TrialRecord, load_baselines, stored_config, stored_confirmation,
+                      stored_run)
 from .units import format_size
 
 
@@ -82,38 +83,39 @@ def study_status(study: optuna.Study, storage_url: str | None = None) -> StudySt
     from .storage import default_storage_url
 
     owner = StudyLock.of(storage_url or default_storage_url(), study.study_name).owner()
-    trials = study.get_trials(deepcopy=False)
-    running = [t for t in trials if t.state == TrialState.RUNNING]
-    run = study.user_attrs.get("autotune.run") or {}
+    trials = [TrialRecord.from_trial(t) for t in study.get_trials(deepcopy=False)]
+    running = [t for t in trials if t.state == TrialState.RUNNING.name]
+    run = stored_run(study)
     eta = None
     if owner and run:
-        mine = [t for t in trials if t.user_attrs.get("run_id") == run.get("run_id")
-                and t.datetime_complete and t.datetime_start and not t.user_attrs.get("skipped")]
+        mine = [t for t in trials if t.run_id == run.run_id
+                and t.datetime_complete and t.datetime_start and not t.skipped]
         if mine:
             mean = sum((t.datetime_complete - t.datetime_start).total_seconds() for t in mine) / len(mine)
-            eta = max(0, run.get("trials_planned", 0) - len(mine)) * mean
-            if run.get("deadline"):
-                eta = min(eta, max(0.0, run["deadline"] - dt.datetime.now().timestamp()))
-    by_state = {s: sum(1 for t in trials if t.state == s) for s in TrialState}
+            eta = max(0, run.trials_planned - len(mine)) * mean
+            if run.deadline:
+                eta = min(eta, max(0.0, run.deadline - dt.datetime.now().timestamp()))
+    by_state = {s: sum(1 for t in trials if t.state == s.name) for s in TrialState}
     config = stored_config(study)
     best = None
     if by_state[TrialState.COMPLETE]:
-        best = study.best_trial
-    default = next((t for t in trials if t.user_attrs.get("is_default")
-                    and t.state == TrialState.COMPLETE), None)
+        best_number = study.best_trial.number
+        best = next(t for t in trials if t.number == best_number)
+    default = next((t for t in trials if t.is_default
+                    and t.state == TrialState.COMPLETE.name), None)
     baselines = load_baselines(study)
     last = baselines[-1] if baselines else None
     recent = [b.drift for b in baselines[-5:] if b.drift is not None]
-    confirmation = study.user_attrs.get("autotune.confirmation")
+    confirmation = stored_confirmation(study)
     confirmed_best, ci, conf_line = None, None, ""
     if confirmation:
-        confirmed_best = confirmation.get("best_trial")
-        if confirmed_best is None:
+        chosen = confirmation.best
+        if chosen is None:
             conf_line = "confirmed: no candidate is faster than the default beyond doubt"
         else:
-            cand = next(c for c in confirmation["candidates"] if c["trial"] == confirmed_best)
-            ci = tuple(cand["speedup_interval"])
-            conf_line = (f"confirmed best: trial {confirmed_best}, speedup {cand['speedup']:.3f}x "
+            confirmed_best, ci = chosen.trial, chosen.speedup_interval
+            assert ci is not None
+            conf_line = (f"confirmed best: trial {confirmed_best}, speedup {chosen.speedup:.3f}x "
                          f"(95% CI {ci[0]:.3f}x..{ci[1]:.3f}x)")
     return StudyStatus(
         confirmed_best_trial=confirmed_best,
@@ -136,12 +138,13 @@ def study_status(study: optuna.Study, storage_url: str | None = None) -> StudySt
         trials_failed=by_state[TrialState.FAIL],
         trials_running=by_state[TrialState.RUNNING],
         best_trial=best.number if best else None,
-        best_speedup=math.exp(-best.value) if best else None,
-        best_is_default=bool(best and best.user_attrs.get("is_default")),
-        default_speedup=math.exp(-default.value) if default else None,
+        best_speedup=math.exp(-best.value) if best and best.value is not None else None,
+        best_is_default=bool(best and best.is_default),
+        default_speedup=(math.exp(-default.value) if default and default.value is not None
+                         else None),
         baseline_launches=len(baselines),
         last_baseline=(dt.datetime.fromtimestamp(last.started + last.seconds)
                        .strftime("%Y-%m-%d %H:%M:%S") if last else None),
         recent_drift=(sum(recent) / len(recent)) if recent else None,
-        bench_seconds=sum(float(t.user_attrs.get("bench_seconds", 0.0)) for t in trials),
+        bench_seconds=sum(t.bench_seconds for t in trials),
     )

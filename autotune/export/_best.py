@@ -1,23 +1,19 @@
-"""Hand the best configuration back: an env file a user can `source` before running mpirun.
-
-Exports exactly the settings the best trial ran with (stored with the trial), not a re-derivation
-from a space file that may have changed since.
+"""The configuration to hand back: the best trial (or the confirmed one), with exactly the settings
+it ran with as stored with the trial, not a re-derivation from a space file that may have changed.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import shlex
 from dataclasses import dataclass
 
 import optuna
+from optuna.trial import TrialState
 
-from .errors import InputError, SpaceError, StorageError
-from .space import check_args, check_name, check_value
-from .storage import StudyConfig, stored_config
-from .units import format_size
-
-MPIRUN_ARGS_VAR = "AUTOTUNE_MPIRUN_ARGS"
+from ..errors import InputError, SpaceError, StorageError
+from ..space import check_args, check_name, check_value
+from ..storage import StudyConfig, TrialRecord, stored_config, stored_confirmation
+from ..units import format_size
 
 
 @dataclass(frozen=True)
@@ -40,28 +36,31 @@ class BestConfig:
 
 
 def best_config(study: optuna.Study) -> BestConfig:
-    complete = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))]
+    complete = [TrialRecord.from_trial(t)
+                for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))]
     if not complete:
         raise InputError(f"study {study.study_name!r} has no completed trial yet")
-    best = study.best_trial
-    confirmation = study.user_attrs.get("autotune.confirmation")
+    best_number = study.best_trial.number
+    best = next(r for r in complete if r.number == best_number)
+    confirmation = stored_confirmation(study)
     interval = None
-    if confirmation:
-        chosen = confirmation.get("best_trial")
+    if confirmation is not None:
+        chosen = confirmation.best
         if chosen is None:  # confirmed: nothing beats the default
-            best = next((t for t in complete if t.user_attrs.get("is_default")), best)
+            best = next((r for r in complete if r.is_default), best)
         else:
-            best = study.trials[chosen]
-            cand = next(c for c in confirmation["candidates"] if c["trial"] == chosen)
-            interval = (cand["speedup"], *cand["speedup_interval"])
-    settings = best.user_attrs.get("settings") or {}
-    return BestConfig(study=study.study_name, trial=best.number, value=float(best.value),
-                      speedup=float(best.user_attrs.get("speedup", 0.0)),
-                      is_default=bool(best.user_attrs.get("is_default")), params=dict(best.params),
-                      env=dict(settings.get("env", {})), mca=dict(settings.get("mca", {})),
-                      mpirun_args=tuple(settings.get("mpirun_args", [])),
-                      host=dict(best.user_attrs.get("host") or {}),
-                      context=dict(best.user_attrs.get("context") or {}), config=stored_config(study),
+            best = next((r for r in complete if r.number == chosen.trial), None)
+            if best is None:
+                raise StorageError(f"the stored confirmation of study {study.study_name} names "
+                                   f"trial {chosen.trial}, which is not a completed trial")
+            assert chosen.speedup is not None and chosen.speedup_interval is not None
+            interval = (chosen.speedup, *chosen.speedup_interval)
+    settings = best.settings
+    return BestConfig(study=study.study_name, trial=best.number, value=float(best.value or 0.0),
+                      speedup=float(best.speedup or 0.0), is_default=best.is_default,
+                      params=dict(best.params), env=dict(settings.env), mca=dict(settings.mca),
+                      mpirun_args=tuple(settings.mpirun_args), host=dict(best.host),
+                      context=dict(best.context), config=stored_config(study),
                       n_complete=len(complete), confirmed=confirmation is not None,
                       confirmed_speedup=interval)
 
@@ -89,32 +88,15 @@ def check_exportable(best: BestConfig) -> None:
                            f"safe to export: {exc}") from None
 
 
-def _printable(value: object) -> str:
+def printable(value: object) -> str:
     """Header fields come from storage and user input: one line of printable text, always."""
     return "".join(c if c.isprintable() else "?" for c in str(value))
 
 
-def env_file(best: BestConfig, now: dt.datetime | None = None) -> str:
-    check_exportable(best)
-    now = now or dt.datetime.now(dt.timezone.utc)
-    lines = _header(best, now)
-    for name, value in sorted(best.env.items()):
-        lines.append(f"export {name}={shlex.quote(value)}")
-    for name, value in sorted(best.mca.items()):
-        lines.append(f"export OMPI_MCA_{name}={shlex.quote(value)}")
-    if best.env:
-        forward = " ".join(f"-x {name}" for name in sorted(best.env))
-        lines.append(f"# across nodes, mpirun forwards these only when asked: mpirun {forward} ...")
-    if best.mpirun_args:
-        lines.append(f"# mpirun options that no environment variable carries: "
-                     f"mpirun ${MPIRUN_ARGS_VAR} ...")
-        lines.append(f"export {MPIRUN_ARGS_VAR}={shlex.quote(' '.join(best.mpirun_args))}")
-    return "\n".join(lines) + "\n"
-
-
-def _header(best: BestConfig, now: dt.datetime) -> list[str]:
+def header_lines(best: BestConfig, now: dt.datetime) -> list[str]:
+    """Comment lines (`# ...`) that say what was exported, from which study, measured where."""
     config = best.config
-    p = _printable
+    p = printable
     lines = [
         f"# autotune: best configuration of study {p(best.study)}",
         f"# exported {now.strftime('%Y-%m-%d %H:%M:%S %Z')}",
@@ -138,6 +120,3 @@ def _header(best: BestConfig, now: dt.datetime) -> list[str]:
                      f"UCX {p(best.host.get('ucx') or 'n/a')}, {p(best.host.get('cpu_model', '?'))}"
                      + "".join(f", {p(k)}={p(v)}" for k, v in best.context.items()))
     return lines
-
-
-EXPORTERS = {"env": env_file}

@@ -1,0 +1,39 @@
+"""The best configuration as one JSON document, for tools and job scripts that read settings."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from ._best import BestConfig, check_exportable
+
+
+def json_file(best: BestConfig, now: dt.datetime | None = None) -> str:
+    check_exportable(best)
+    now = now or dt.datetime.now(dt.UTC)
+    confirmed: dict[str, Any] | None = None
+    if best.confirmed_speedup:
+        speed, low, high = best.confirmed_speedup
+        confirmed = {"speedup": speed, "interval": [low, high], "confidence": 0.95}
+    config = best.config
+    doc = {
+        "study": best.study,
+        "trial": best.trial,
+        "is_default": best.is_default,
+        "speedup": best.speedup,  # measured in the search, against the interleaved default
+        "value": best.value,  # weighted mean log-ratio to the default (lower is better)
+        "confirmed": confirmed,  # None when no confirmation ran or the default stayed best
+        "params": best.params,
+        "env": dict(sorted(best.env.items())),
+        "mca": dict(sorted(best.mca.items())),
+        "mpirun_args": list(best.mpirun_args),
+        "context": best.context,
+        "host": best.host,
+        "measured": None if config is None else {
+            "collective": config.collective, "nodes": config.nodes, "ppn": config.ppn,
+            "space": config.space, "sizes": list(config.sizes)},
+        "completed_trials": best.n_complete,
+        "exported": now.isoformat(timespec="seconds"),
+    }
+    return json.dumps(doc, indent=2, default=str) + "\n"

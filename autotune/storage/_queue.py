@@ -1,0 +1,54 @@
+"""The study's queue as the controller keeps it: the default configuration first, parameters
+MPI refused never again, trials left running by a dead owner failed and queued once more."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from ._schema import TrialKey, TrialRecord, failure_attrs, requeue_attrs
+
+
+def params_key(params: dict[str, Any]) -> tuple:
+    return tuple(sorted((k, str(v)) for k, v in params.items()))
+
+
+def known_invalid_params(study: optuna.Study) -> dict[tuple, int]:
+    """Params that made MPI refuse the configuration: never launched again."""
+    invalid = {}
+    for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
+        record = TrialRecord.from_trial(t)
+        if record.fail_reason == "config" and not record.skipped:
+            invalid[params_key(t.params)] = t.number
+    return invalid
+
+
+def recover_abandoned(study: optuna.Study) -> list[int]:
+    """Trials left RUNNING by an owner that died (the caller holds the study lock, so nobody else
+    runs them): mark them failed, and queue their params again once."""
+    recovered = []
+    storage = study._storage  # noqa: SLF001 - the public Study API cannot touch other trials' attrs
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        record = TrialRecord.from_trial(trial)
+        for key, value in failure_attrs(
+                "abandoned", "left running by a process that died (killed or crashed)").items():
+            storage.set_trial_user_attr(trial._trial_id, key, value)  # noqa: SLF001
+        study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
+        if record.requeue_reason != "abandoned":
+            study.enqueue_trial(dict(trial.params), user_attrs=requeue_attrs(
+                trial.number, "abandoned", record.is_default))
+        recovered.append(trial.number)
+    return recovered
+
+
+def enqueue_default(study: optuna.Study, default_params: dict[str, Any]) -> bool:
+    """Queue the default configuration as a trial unless the study already has it (first in line,
+    so it is trial 0 of a new study)."""
+    for trial in study.get_trials(deepcopy=False, states=(
+            TrialState.COMPLETE, TrialState.WAITING, TrialState.RUNNING)):
+        if TrialRecord.from_trial(trial).is_default:
+            return False
+    study.enqueue_trial(default_params, user_attrs={TrialKey.IS_DEFAULT: True})
+    return True

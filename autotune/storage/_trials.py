@@ -1,0 +1,122 @@
+"""The study's own settings (StudyConfig) and its trials as a flat table."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+import optuna
+
+from ..errors import StorageError
+from ._coerce import as_mapping, dict_of_floats
+from ._schema import CONFIG_ATTR, TrialRecord
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """What makes measurements of one study comparable; a resumed study must match it."""
+
+    collective: str
+    nodes: int
+    ppn: int
+    space: str
+    sizes: tuple[int, ...]
+    weights: dict[int, float]
+    repetitions: int
+    stages: int
+    time_per_size: float
+    weights_source: str = "uniform over log2(size)"
+    space_digest: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["sizes"] = list(self.sizes)
+        data["weights"] = {str(k): v for k, v in self.weights.items()}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str = "study config") -> StudyConfig:
+        """Keys of a newer version are ignored; a missing or ill-typed one is a StorageError."""
+        data = as_mapping(data, where)
+        known = {f.name for f in fields(cls)}
+        data = {k: v for k, v in data.items() if k in known}
+        try:
+            data["sizes"] = tuple(int(s) for s in data["sizes"])
+            data["weights"] = dict_of_floats(data["weights"], f"{where}: weights")
+            return cls(**data)
+        except (KeyError, TypeError, ValueError) as exc:
+            what = f"lacks {exc}" if isinstance(exc, KeyError) else "holds an ill-typed value"
+            raise StorageError(f"{where} {what}; the study was written by another version or "
+                               "edited by hand") from None
+
+    def differences(self, other: StudyConfig) -> list[str]:
+        keys = ("collective", "nodes", "ppn", "space", "sizes", "weights", "repetitions", "stages",
+                "time_per_size")
+        return [k for k in keys if getattr(self, k) != getattr(other, k)]
+
+
+def stored_config(study: optuna.Study) -> StudyConfig | None:
+    data = study.user_attrs.get(CONFIG_ATTR)
+    return StudyConfig.from_dict(data, f"study {study.study_name}: {CONFIG_ATTR}") if data else None
+
+
+def trial_records(study: optuna.Study,
+                  states: tuple[optuna.trial.TrialState, ...] | None = None) -> list[TrialRecord]:
+    """Every trial of the study (or those in `states`), typed."""
+    return [TrialRecord.from_trial(t) for t in study.get_trials(deepcopy=False, states=states)]
+
+
+HISTORY_COLUMNS = ("trial", "state", "is_default", "value", "speedup", "partial_speedup",
+                   "fail_reason", "sizes_measured", "launches", "bench_seconds",
+                   "baseline_launches", "datetime_start", "host", "mpi", "ucx", "argv")
+SIZE_COLUMNS = ("size", "reps", "t_us", "t_trimmed_us", "t_default_us", "t_default_reps_us", "score")
+
+
+def history_frame(study: optuna.Study) -> pd.DataFrame:
+    """One row per trial x message size: params, state, score, raw repetitions (t_us) and the
+    paired default launches they were divided by (t_default_reps_us), what ran."""
+    import pandas as pd
+
+    rows: list[dict[str, Any]] = []
+    for rec in trial_records(study):
+        base: dict[str, Any] = {
+            "trial": rec.number,
+            "state": rec.state,
+            "is_default": rec.is_default,
+            "value": rec.value,
+            "speedup": rec.speedup,
+            "partial_speedup": rec.partial_speedup,
+            "fail_reason": rec.fail_reason,
+            "sizes_measured": rec.sizes_measured,
+            "launches": rec.launch_count,
+            "bench_seconds": rec.bench_seconds,
+            "baseline_launches": len(rec.baseline_ids),
+            "datetime_start": rec.datetime_start,
+            "host": str(rec.host.get("host") or ""),
+            "mpi": str(rec.host.get("mpi") or ""),
+            "ucx": str(rec.host.get("ucx") or ""),
+            "argv": " ".join(rec.first_argv),
+        }
+        base.update({f"param.{k}": v for k, v in rec.params.items()})
+        if not rec.raw_us:
+            rows.append(base)
+            continue
+        for size, values in rec.raw_us.items():
+            paired = rec.default_us.get(size) or []
+            rows.append({**base, "size": size, "reps": len(values),
+                         "t_us": json.dumps([round(v, 4) for v in values]),
+                         "t_trimmed_us": _trimmed_or_none(values),
+                         "t_default_us": _trimmed_or_none(paired),
+                         "t_default_reps_us": json.dumps([round(v, 4) for v in paired]),
+                         "score": rec.scores.get(size)})
+    return pd.DataFrame(rows)
+
+
+def _trimmed_or_none(values: list[float]) -> float | None:
+    from ..objective import trimmed_mean
+
+    return trimmed_mean(values) if values else None
