@@ -1,1 +1,34 @@
-"""Benchmarks that time a collective under mpirun, and the parsers that read their output."""
+"""Benchmarks that time a collective under a launcher, and the parsers that read their output.
+
+One registry by name (`--benchmark`): the project's mpi4py kernel and IMB (IMB-MPI1)."""
+
+from __future__ import annotations
+
+from ._base import (COLLECTIVES, REDUCTION_ELEMENT_BYTES, REDUCTIONS, Benchmark, BenchmarkOutput,
+                    BenchmarkRequest, Buffers, SizeTiming, buffer_counts)
+from ._mpi4py import Mpi4pyBenchmark, kernel_program, parse_kernel_output
+
+BENCHMARKS = ("mpi4py", "imb")
+
+__all__ = ["BENCHMARKS", "COLLECTIVES", "REDUCTIONS", "REDUCTION_ELEMENT_BYTES", "Benchmark",
+           "BenchmarkOutput", "BenchmarkRequest", "Buffers", "Mpi4pyBenchmark", "SizeTiming",
+           "buffer_counts", "kernel_program", "make_benchmark", "parse_kernel_output"]
+
+
+def make_benchmark(name: str, *, imb_dir: str | None = None, imb_mem_gb: float | None = None,
+                   imb_off_cache: str | None = None, numactl: bool = False,
+                   python: str | None = None) -> Benchmark:
+    """The benchmark called `name`, configured; InputError for an unknown name or option."""
+    from ..errors import InputError
+
+    if name == "mpi4py":
+        if imb_dir or imb_mem_gb or imb_off_cache or numactl:
+            raise InputError("--imb-dir, --imb-mem, --imb-off-cache and --numactl are options of "
+                             "--benchmark imb")
+        return Mpi4pyBenchmark(python=python)
+    if name == "imb":
+        from ._imb import ImbBenchmark
+
+        return ImbBenchmark(imb_dir=imb_dir, mem_gb=imb_mem_gb, off_cache=imb_off_cache,
+                            numactl=numactl)
+    raise InputError(f"unknown benchmark {name!r} (choose from {', '.join(BENCHMARKS)})")

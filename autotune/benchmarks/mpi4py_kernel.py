@@ -21,7 +21,8 @@ from collections.abc import Callable
 import numpy as np
 from mpi4py import MPI
 
-from autotune.benchmarks.records import COLLECTIVES, PREFIX, buffer_counts
+from autotune.benchmarks._base import COLLECTIVES, buffer_counts
+from autotune.benchmarks._mpi4py import PREFIX
 
 
 def make_call(comm: MPI.Comm, collective: str, size: int) -> Callable[[], None]:

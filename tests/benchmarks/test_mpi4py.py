@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from autotune.benchmarks.records import buffer_counts, kernel_program, parse_kernel_output
+from autotune.benchmarks import buffer_counts, kernel_program, parse_kernel_output
 from autotune.errors import BenchmarkOutputError
 
 

@@ -1,0 +1,138 @@
+"""IMB-MPI1 as a benchmark, run the way seeds/000 runs it where that applies:
+`[numactl -l] IMB-MPI1 -msglog A:B | -msglen FILE -npmin NP -iter N -time T [-mem G]
+[-off_cache C] <Collective>`, scored on IMB's t_max per size exactly as the kernel's.
+
+IMB is the site's (a module, a path, --imb-dir); autotune never ships it. IMB does not say
+where its ranks ran nor shuffle its sizes: a launch's landing is then not checked, and sizes run
+in ascending order (launch-to-launch interleaving with the default is what handles drift).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import shutil
+from pathlib import Path
+
+from ..errors import BenchmarkOutputError, EnvironmentProblem, InputError
+from ._base import Benchmark, BenchmarkOutput, BenchmarkRequest, SizeTiming
+from ._imb_output import parse_imb_output
+
+IMB_NAMES = {"allreduce": "Allreduce", "allgather": "Allgather", "alltoall": "Alltoall",
+             "bcast": "Bcast", "reduce": "Reduce"}
+# -iter caps the repetitions of a size; IMB cuts them further above 64 KiB by volume on its own.
+# -time is NOT a time per size: IMB aims each sample at up to -time seconds and stops the whole
+# run ("time-out.") once the total exceeds -time x sizes. Measured here (allreduce, 2 ranks):
+# -time at the time per size (0.02 s) timed out at 4 KiB in most runs, and -iter_policy off
+# ignores the volume cut (10000 repetitions at 64 KiB). So the repetitions are fitted to the
+# time per size (about 2 us a call at small sizes: 0.02 s -> 10,000), and -time is only a
+# generous safety bound; the launch's own deadline still applies.
+SECONDS_PER_CALL = 2e-6
+ITER_RANGE = (100, 100_000)
+MIN_TIME_LIMIT = 1.0
+OFF_CACHE_RE = r"-?\d{1,6}(,\d{1,4})?"
+
+
+def _msglog(sizes: tuple[int, ...]) -> tuple[int, int] | None:
+    """(a, b) when the sizes are exactly 2^a..2^b, every power in between (IMB's -msglog)."""
+    if not sizes or any(s <= 0 or s & (s - 1) for s in sizes):
+        return None
+    logs = sorted(int(math.log2(s)) for s in sizes)
+    return (logs[0], logs[-1]) if logs == list(range(logs[0], logs[-1] + 1)) else None
+
+
+class ImbBenchmark(Benchmark):
+    name = "imb"
+
+    def __init__(self, imb_dir: str | None = None, *, mem_gb: float | None = None,
+                 off_cache: str | None = None, numactl: bool = False,
+                 msglen_dir: Path | None = None) -> None:
+        import re
+
+        if mem_gb is not None and not (math.isfinite(mem_gb) and 0 < mem_gb <= 4096):
+            raise InputError(f"--imb-mem {mem_gb}: give GB per process, e.g. 2.3")
+        if off_cache is not None and not re.fullmatch(OFF_CACHE_RE, off_cache):
+            raise InputError(f"--imb-off-cache {off_cache!r}: give CACHE_MB[,LINE_BYTES], "
+                             "e.g. 39,64 (or -1 for IMB's default)")
+        self.imb_dir = imb_dir
+        self.mem_gb = mem_gb
+        self.off_cache = off_cache
+        self.numactl = numactl
+        self._msglen_dir = msglen_dir
+        self.executable = self._find()
+
+    def _find(self) -> str:
+        if self.imb_dir:
+            return str(Path(self.imb_dir).expanduser().resolve() / "IMB-MPI1")
+        return shutil.which("IMB-MPI1") or "IMB-MPI1"
+
+    def check(self) -> None:
+        path = Path(self.executable)
+        if not path.is_absolute():
+            raise EnvironmentProblem("IMB-MPI1 not found on PATH: give --imb-dir DIR (the folder "
+                                     "holding IMB-MPI1; the same path on every node)")
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise EnvironmentProblem(f"IMB-MPI1 not found or not executable: {path}")
+        if self.numactl and not shutil.which("numactl"):
+            raise EnvironmentProblem("--numactl: numactl not found on PATH "
+                                     "(apt-get install numactl)")
+
+    def describe(self) -> str:
+        return f"IMB-MPI1 ({self.executable})"
+
+    def program(self, request: BenchmarkRequest) -> tuple[str, ...]:
+        if request.collective not in IMB_NAMES:
+            raise InputError(f"IMB-MPI1 has no benchmark for {request.collective}")
+        argv = ["numactl", "-l"] if self.numactl else []
+        argv.append(self.executable)
+        span = _msglog(request.sizes)
+        if span is not None:
+            argv += ["-msglog", f"{span[0]}:{span[1]}"]
+        else:
+            argv += ["-msglen", str(self._msglen_file(request.sizes))]
+        iters = min(ITER_RANGE[1], max(ITER_RANGE[0],
+                                       round(request.time_per_size / SECONDS_PER_CALL)))
+        limit = max(MIN_TIME_LIMIT, 10 * request.time_per_size)
+        argv += ["-npmin", str(request.ranks), "-iter", str(iters), "-time", f"{limit:g}"]
+        if self.mem_gb is not None:
+            argv += ["-mem", f"{self.mem_gb:g}"]
+        if self.off_cache is not None:
+            argv += ["-off_cache", self.off_cache]
+        argv.append(IMB_NAMES[request.collective])
+        return tuple(argv)
+
+    def _msglen_file(self, sizes: tuple[int, ...]) -> Path:
+        """IMB reads arbitrary sizes from a file (-msglen); one file per size list, under
+        AUTOTUNE_HOME (shared with the nodes where the home is)."""
+        from ..storage import autotune_home
+
+        folder = self._msglen_dir or autotune_home() / "imb"
+        folder.mkdir(parents=True, exist_ok=True)
+        text = "".join(f"{s}\n" for s in sorted(sizes))
+        path = folder / f"msglen-{hashlib.sha256(text.encode()).hexdigest()[:12]}.txt"
+        if not path.exists():
+            path.write_text(text)
+        return path
+
+    def parse(self, stdout: str, request: BenchmarkRequest) -> BenchmarkOutput:
+        """IMB's table of this collective at the launch's rank count; every requested size once."""
+        output = parse_imb_output(stdout)  # ImbOutputError is a BenchmarkOutputError
+        table = output.table(IMB_NAMES[request.collective], request.ranks)
+        rows = {row.bytes: row for row in table.rows}
+        timings = {}
+        for size in request.sizes:
+            row = rows.get(size)
+            if row is None:
+                raise BenchmarkOutputError(f"IMB output truncated: no result for {size} B "
+                                           f"({len(timings)}/{len(request.sizes)} sizes)")
+            if row.failure:
+                raise BenchmarkOutputError(f"IMB: {size} B: {row.failure}")
+            values = (row.t_max_us, row.t_min_us, row.t_avg_us)
+            if any(v is None or not math.isfinite(v) or v <= 0 for v in values):
+                raise BenchmarkOutputError(f"IMB: {size} B: no positive t_min/t_max/t_avg")
+            timings[size] = SizeTiming(size=size, iters=max(1, row.repetitions),
+                                       t_max_us=row.t_max_us, t_min_us=row.t_min_us,
+                                       t_avg_us=row.t_avg_us)
+        return BenchmarkOutput(ranks=request.ranks, timings=timings, mpi_library="IMB-MPI1 "
+                               + output.version if output.version else "IMB-MPI1")
