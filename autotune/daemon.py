@@ -16,17 +16,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .errors import AutotuneError
+from .errors import AutotuneError, StopRequested
 from .storage import autotune_home
-
-
-class StopRequested(BaseException):
-    """SIGTERM/SIGINT/SIGHUP: stop launching, fail and re-queue the running trial, exit 0.
-    A BaseException, like KeyboardInterrupt, so no `except Exception` swallows it."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
 
 
 class AlreadyRunning(AutotuneError):
@@ -98,7 +89,10 @@ class StudyLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            self.refuse_if_held(owner.study)
+            # the winner takes the lock, then writes its name: give it a moment to say who it is
+            for _ in range(20):
+                self.refuse_if_held(owner.study)
+                time.sleep(0.05)
             raise AlreadyRunning(f"study {owner.study!r} is already running") from None
         os.ftruncate(fd, 0)
         os.write(fd, json.dumps(asdict(owner)).encode())

@@ -50,3 +50,15 @@ class ClusterLost(AutotuneError):
 
 class NoNodes(AutotuneError):
     """No node group could be reserved in time (nodes lost or held by others)."""
+
+
+class StopRequested(BaseException):
+    """SIGTERM/SIGINT/SIGHUP: stop launching, fail and re-queue the running trial, exit 0.
+    A BaseException, like KeyboardInterrupt, so no `except Exception` swallows it. Raised by the
+    daemon's signal handlers, caught by the controller: it lives here so neither imports the other."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum

@@ -9,14 +9,19 @@ configuration pruned early never pays for the large sizes or the remaining launc
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .benchmarks.records import kernel_program, parse_kernel_output
+from .benchmarks import Benchmark, BenchmarkRequest
 from .errors import BenchmarkOutputError, EnvironmentProblem, LaunchFailure
-from .launch import Launcher, LaunchSpec, RunResult, run_command
+from .launch import Command, Launcher, LaunchSpec, RunResult, run_command
 from .space import LaunchSettings
+
+if TYPE_CHECKING:
+    from .baseline import Placement
 
 TIMEOUT_FLOOR_SECONDS = 60.0
 SECONDS_PER_SIZE_ALLOWANCE = 3.0  # startup of large buffers and the minimum repetition count
@@ -93,33 +98,50 @@ class LaunchFailed(LaunchFailure):
         self.record = record
 
 
-class Measurer:
-    """Runs planned launches of a configuration through a launcher; knows nothing of Optuna."""
+Executor = Callable[[Command, float], RunResult]
 
-    def __init__(self, plan: MeasurementPlan, launcher: Launcher, *, oversubscribe: bool = False,
-                 python: str | None = None, run=run_command) -> None:
+
+class Measurer:
+    """Runs planned launches of a configuration through a launcher and a benchmark; knows
+    nothing of Optuna. The executor runs the launcher's command: by default the node group's own
+    (a real process with a deadline), or one injected for tests and recorded grids."""
+
+    def __init__(self, plan: MeasurementPlan, launcher: Launcher | None, benchmark: Benchmark, *,
+                 oversubscribe: bool = False, executor: Executor | None = None) -> None:
         self.plan = plan
         self.launcher = launcher
+        self.benchmark = benchmark
         self.oversubscribe = oversubscribe
-        self.python = python
-        self._run = run
+        self.executor = executor
 
     def on(self, group) -> "Measurer":
-        """The same plan, launched on one node group (launch.groups) and run by it."""
-        return Measurer(self.plan, group, oversubscribe=self.oversubscribe, python=self.python,
-                        run=group.run)
+        """The same plan, launched on one node group (launch.groups); run by the injected
+        executor if there is one, else by the group (which can cancel its launches)."""
+        return Measurer(self.plan, group, self.benchmark, oversubscribe=self.oversubscribe,
+                        executor=self.executor or group.run)
 
-    def spec(self, settings: LaunchSettings, launch: PlannedLaunch, seed: int) -> LaunchSpec:
-        program = kernel_program(self.plan.collective, launch.sizes, self.plan.time_per_size, seed,
-                                 python=self.python)
-        return LaunchSpec(nodes=self.plan.nodes, ppn=self.plan.ppn, program=program,
+    def request(self, launch: PlannedLaunch, seed: int) -> BenchmarkRequest:
+        return BenchmarkRequest(collective=self.plan.collective, sizes=launch.sizes,
+                                ranks=self.plan.nodes * self.plan.ppn,
+                                time_per_size=self.plan.time_per_size, seed=seed)
+
+    def spec(self, settings: LaunchSettings, launch: PlannedLaunch, seed: int, *,
+             params: dict[str, Any] | None = None, is_default: bool = False) -> LaunchSpec:
+        return LaunchSpec(nodes=self.plan.nodes, ppn=self.plan.ppn,
+                          program=self.benchmark.program(self.request(launch, seed)),
                           env=settings.env, mca=settings.mca, mpirun_args=settings.mpirun_args,
-                          oversubscribe=self.oversubscribe)
+                          oversubscribe=self.oversubscribe,
+                          params=tuple(sorted((params or {}).items())), is_default=is_default,
+                          collective=self.plan.collective, sizes=launch.sizes)
 
-    def run_launch(self, settings: LaunchSettings, launch: PlannedLaunch, seed: int) -> LaunchRecord:
+    def run_launch(self, settings: LaunchSettings, launch: PlannedLaunch, seed: int, *,
+                   params: dict[str, Any] | None = None, is_default: bool = False) -> LaunchRecord:
         """Run one launch; raise LaunchFailed (with the record) when it does not give clean data."""
-        command = self.launcher.command(self.spec(settings, launch, seed))
-        result = self._run(command, self.plan.timeout(launch))
+        if self.launcher is None:
+            raise RuntimeError("Measurer.on(group) first: a launch needs a launcher")
+        spec = self.spec(settings, launch, seed, params=params, is_default=is_default)
+        command = replace(self.launcher.command(spec), spec=spec)
+        result = (self.executor or run_command)(command, self.plan.timeout(launch))
         record = LaunchRecord(index=launch.index, block=launch.block, rep=launch.rep, seed=seed,
                               sizes=list(launch.sizes), argv=list(command.argv),
                               hosts=list(command.hosts), started=result.started,
@@ -129,12 +151,13 @@ class Measurer:
             failure = classify_failure(result)
             if failure:
                 raise failure
-            output = parse_kernel_output(result.stdout, launch.sizes, self.plan.nodes * self.plan.ppn)
+            output = self.benchmark.parse(result.stdout, self.request(launch, seed))
             check_landing(output.hosts, self.launcher)
         except LaunchFailure as exc:
             record.failure = str(exc)
             raise LaunchFailed(exc, record) from None
-        record.hosts = list(output.hosts)
+        if output.hosts:  # the ranks' own word where the benchmark reports it
+            record.hosts = list(output.hosts)
         record.kernel_started = output.started
         record.t_max_us = {s: t.t_max_us for s, t in output.timings.items()}
         record.iters = {s: t.iters for s, t in output.timings.items()}
@@ -145,7 +168,7 @@ def check_landing(reported: tuple[str, ...], launcher: Launcher) -> None:
     """The ranks must have run on the nodes reserved for them (when the launcher knows their
     host names, as the Ray launcher does); anything else is the placement's fault."""
     expected = getattr(launcher, "host_names", lambda: ())()
-    if expected and set(reported) != set(expected):
+    if expected and reported and set(reported) != set(expected):  # IMB does not say where
         raise LaunchFailure("infrastructure", f"ranks ran on {', '.join(sorted(set(reported)))} "
                             f"but the trial reserved {', '.join(sorted(expected))}")
 
@@ -219,8 +242,10 @@ def first_cause(stderr: str) -> str:
     return ""
 
 
-def check_ucx_live(measurer: Measurer, settings: LaunchSettings) -> bool:
-    """Prove UCX variables reach UCX. Control: the default configuration must run. Probe: with
+def check_ucx_live(measurer: Measurer, settings: LaunchSettings,
+                   params: dict[str, Any] | None = None) -> bool:
+    """Prove UCX variables reach UCX on a configuration that runs pml ucx (`settings`, the
+    default with pml ucx chosen where it is not in force). Control: it must run. Probe: with
     UCX_TLS=self two ranks cannot connect, so MPI_Init must fail, and with UCX's own complaint.
     If the probe runs fine, pml ucx is not in use and every UCX_* knob would be dead.
     Returns False when the check cannot apply (a single rank)."""
@@ -230,14 +255,15 @@ def check_ucx_live(measurer: Measurer, settings: LaunchSettings) -> bool:
     first = plan.launches()[0]
     launch = PlannedLaunch(index=0, block=0, rep=0, sizes=first.sizes[:1])
     try:
-        measurer.run_launch(settings, launch, seed=0)
+        measurer.run_launch(settings, launch, seed=0, params=params)
     except LaunchFailed as exc:
-        raise EnvironmentProblem(f"the default configuration does not run here ({exc})") from None
+        raise EnvironmentProblem(f"a configuration with pml ucx does not run here ({exc}); "
+                                 "remove the UCX knobs from the space") from None
     probe = LaunchSettings(env=tuple((k, v) for k, v in settings.env if k != "UCX_TLS")
                            + (("UCX_TLS", "self"),), mca=settings.mca,
                            mpirun_args=settings.mpirun_args)
     try:
-        measurer.run_launch(probe, launch, seed=0)
+        measurer.run_launch(probe, launch, seed=0, params={**(params or {}), "UCX_TLS": "self"})
     except LaunchFailed as exc:
         said = f"{exc.detail}\n{exc.stderr_tail}"
         if any(sign in said for sign in ("UCX", "ucp_", "Destination is unreachable")):
@@ -246,5 +272,37 @@ def check_ucx_live(measurer: Measurer, settings: LaunchSettings) -> bool:
                                  "cannot tell whether UCX knobs are live") from None
     raise EnvironmentProblem(
         "UCX settings have no effect here: a launch with UCX_TLS=self (which cannot connect two "
-        "ranks) ran fine, so Open MPI is not using pml ucx. Check that the space forces "
-        "pml=ucx, pml_ucx_devices=any, pml_ucx_tls=any")
+        "ranks) ran fine, so Open MPI is not using pml ucx. Check that choosing pml ucx in the "
+        "space brings pml_ucx_devices=any and pml_ucx_tls=any (choice_implies)")
+
+
+@dataclass
+class TrialMeasurement:
+    """What one trial's measurement produced, complete or not (the controller fills it)."""
+
+    settings: LaunchSettings | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    is_default: bool = False
+    records: list[LaunchRecord] = field(default_factory=list)
+    paired_default: dict[int, list[float]] = field(default_factory=dict)
+    baseline_ids: list[int] = field(default_factory=list)
+    baseline_launches: int = 0
+    pruned: bool = False
+    failure: LaunchFailure | None = None
+    overhead: float = 0.0
+    placed: Placement | None = None
+    asked_at: float = 0.0
+    first_kernel: float | None = None  # unix time the first benchmark of the trial began
+
+    def saw_kernel(self, record: LaunchRecord) -> None:
+        if record.kernel_started is not None and (self.first_kernel is None
+                                                  or record.kernel_started < self.first_kernel):
+            self.first_kernel = record.kernel_started
+
+
+def raw_from(records: list[LaunchRecord]) -> dict[int, list[float]]:
+    raw: dict[int, list[float]] = {}
+    for record in records:
+        for size, t_us in record.t_max_us.items():
+            raw.setdefault(size, []).append(t_us)
+    return dict(sorted(raw.items()))

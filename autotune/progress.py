@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .controller import TrialOutcome
+from .events import TrialOutcome
 from .measure import LaunchRecord
 from .storage import BaselineLaunch
 

@@ -18,21 +18,19 @@ from typing import Any
 
 import optuna
 
-from .benchmarks.records import REDUCTION_ELEMENT_BYTES, REDUCTIONS
-from .controller import (Controller, Events, enqueue_default, make_pruner, make_sampler,
-                         recover_abandoned)
+from .benchmarks import REDUCTION_ELEMENT_BYTES, REDUCTIONS, Benchmark, make_benchmark
+from .controller import Controller
+from .events import Events
 from .daemon import Owner, StudyLock
 from .errors import AutotuneError, EnvironmentProblem, InputError
-from .launch import LaunchSpec, LocalLauncher, MpichLauncher
-from .launch.hostfile import HostListLauncher
-from .launch.hosts import read_hostfile, slurm_hosts
-from .launch.groups import NodePool, StaticPool
+from .launch import LaunchSpec, NodePool, make_launcher, make_pool, pick_launcher, ranks_per_node
+from .launch import check_launch_tool as _check_launch_tool
 from .measure import MeasurementPlan, Measurer, check_ucx_live, classify_failure
 from .objective import load_weights, normalize_weights, uniform_weights
-from .probe import (Capabilities, HostInfo, parse_node_probe, probe_capabilities, probe_host,
-                    usable_cores)
+from .probe import Capabilities, HostInfo, parse_node_probe, probe_capabilities, probe_host
 from .space import Removal, SearchSpace, TrialContext, load_space, resolve
-from .storage import CONFIG_ATTR, StudyConfig, default_storage_url, open_storage, stored_config
+from .strategy import Strategy, make_strategy
+from .storage import CONFIG_ATTR, enqueue_default, recover_abandoned, StudyConfig, default_storage_url, open_storage, stored_config
 from .units import format_size, parse_size_range
 from .warmstart import load_warm_start, select, to_params
 
@@ -81,6 +79,11 @@ class StartOptions:
     ray_address: str | None = None
     ray_resource: str = "mpi_node"
     ray_head_grace: float = 30.0  # seconds without the Ray head before the run stops
+    benchmark: str = "mpi4py"  # mpi4py | imb
+    imb_dir: str | None = None  # where IMB-MPI1 is (else PATH)
+    imb_mem_gb: float | None = None  # IMB -mem (GB per process)
+    imb_off_cache: str | None = None  # IMB -off_cache CACHE_SIZE[,CACHE_LINE_SIZE]
+    numactl: bool = False  # run the benchmark under `numactl -l` (seeds/000)
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ class Session:
     plan: MeasurementPlan
     measurer: Measurer
     pool: NodePool
+    strategy: Strategy
     host: HostInfo
     caps: Capabilities
     removed: tuple[Removal, ...]
@@ -116,8 +120,8 @@ class Session:
 
     def controller(self, options: StartOptions, events: Events | None) -> Controller:
         return Controller(self.study, self.space, self.config, self.measurer, self.host,
-                          pool=self.pool, parallel=options.parallel,
-                          baseline_every=options.baseline_every, prune=options.prune,
+                          pool=self.pool, strategy=self.strategy, parallel=options.parallel,
+                          baseline_every=options.baseline_every,
                           seed=options.seed, events=events, context_values=self.context_values,
                           fingerprint=self.fingerprint,
                           infra_pause_seconds=options.infra_pause,
@@ -154,93 +158,6 @@ def _short(value: Any) -> str:
     if isinstance(value, dict):
         return f"{len(value)} weights"
     return repr(value)
-
-
-SITE_VALUE_RE = re.compile(r"[A-Za-z0-9_.,:/+*=@][A-Za-z0-9_.,:/+*=@-]{0,255}")
-
-
-RESOURCE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
-
-
-def pick_launcher(options: StartOptions) -> tuple[str, str]:
-    """(launcher name, why): --launcher, else the options given, else what the environment says
-    (a Slurm allocation, RAY_ADDRESS), else this machine. Options that contradict it are refused
-    rather than silently ignored."""
-    if options.ray_address and options.hostfile:
-        raise InputError("--ray-address and --hostfile name two different sets of nodes: give one")
-    if options.launcher != "auto":
-        if options.ray_address and options.launcher != "ray":
-            raise InputError(f"--ray-address is for --launcher ray, not {options.launcher}")
-        if options.hostfile and options.launcher != "hostfile":
-            raise InputError(f"--hostfile is for --launcher hostfile, not {options.launcher}")
-        return options.launcher, "--launcher"
-    if options.ray_address:
-        return "ray", "--ray-address given"
-    if options.hostfile:
-        return "hostfile", "--hostfile given"
-    if os.environ.get("SLURM_JOB_NODELIST"):
-        return "slurm", "SLURM_JOB_NODELIST is set"
-    if os.environ.get("RAY_ADDRESS"):
-        return "ray", "RAY_ADDRESS is set"
-    return "local", "no allocation found"
-
-
-def make_pool(options: StartOptions, caps: Capabilities, choice: str, why: str
-              ) -> tuple[NodePool, str]:
-    """The node pool trials run on (one group per running trial), and a line saying what was
-    picked and why."""
-    for name, value in options.launcher_mca:
-        if not re.fullmatch(r"[a-z][a-z0-9_]{0,127}", name) or not SITE_VALUE_RE.fullmatch(value):
-            raise InputError(f"--launcher-mca {name}={value}: invalid name or value")
-    if options.launch_with != "mpirun" and choice != "slurm":
-        raise InputError(f"--launch-with {options.launch_with} needs the slurm launcher "
-                         f"(this is {choice})")
-    if choice == "ray":
-        if not RESOURCE_RE.fullmatch(options.ray_resource):
-            raise InputError(f"--ray-resource {options.ray_resource!r}: not a resource name")
-        from .launch.raynodes import RayPool
-
-        pool = RayPool(options.ray_address, options.nodes, options.parallel,
-                       resource=options.ray_resource, site_mca=options.launcher_mca,
-                       head_grace=options.ray_head_grace)
-        return pool, f"launcher: ray ({why}; {pool.describe()})"
-    launcher, note = make_launcher(options, caps, choice, why)
-    return StaticPool(launcher, options.nodes, options.parallel), note
-
-
-def make_launcher(options: StartOptions, caps: Capabilities, choice: str, why: str):
-    """A launcher over a fixed host list, and a line saying what was picked and why."""
-    if choice == "hostfile":
-        if not options.hostfile:
-            raise InputError("--launcher hostfile needs --hostfile FILE")
-        launcher = HostListLauncher("hostfile", read_hostfile(options.hostfile), options.launcher_mca)
-    elif choice == "slurm":
-        nodelist = os.environ.get("SLURM_JOB_NODELIST")
-        if not nodelist:
-            raise InputError("--launcher slurm outside a Slurm allocation (no SLURM_JOB_NODELIST)")
-        launcher = HostListLauncher("slurm", slurm_hosts(nodelist), options.launcher_mca,
-                                    method=options.launch_with)
-    elif caps.mpi_family == "mpich":
-        launcher = MpichLauncher()
-    else:
-        launcher = LocalLauncher()
-    hosts = launcher.hosts()
-    shown = ", ".join(hosts[:4]) + (f", ... ({len(hosts)} hosts)" if len(hosts) > 4 else "")
-    method = f", {options.launch_with}" if choice == "slurm" else ""
-    return launcher, f"launcher: {launcher.name} ({why}; hosts {shown}{method})"
-
-
-def ranks_per_node(options: StartOptions) -> int:
-    """--ppn, else this machine's usable cores where this machine is one of the nodes (local, or
-    the first node of a Slurm job). A hostfile or a Ray cluster may be reached from a login node
-    or a laptop, whose cores say nothing about the nodes: there --ppn is required."""
-    if options.ppn:
-        return options.ppn
-    choice, _ = pick_launcher(options)
-    if choice in ("hostfile", "ray"):
-        raise InputError(f"--ppn is required with the {choice} launcher: the ranks per node of the "
-                         "nodes trials run on (this machine may not be one of them)")
-    return usable_cores()
 
 
 def study_identity(options: StartOptions) -> tuple[str, str]:
@@ -282,9 +199,37 @@ def slurm_end_time() -> float | None:
         return None
 
 
+def benchmark_of(options: StartOptions) -> Benchmark:
+    """The configured benchmark, checked usable here (IMB found and executable, ...)."""
+    benchmark = make_benchmark(options.benchmark, imb_dir=options.imb_dir,
+                               imb_mem_gb=options.imb_mem_gb, imb_off_cache=options.imb_off_cache,
+                               numactl=options.numactl)
+    benchmark.check()
+    return benchmark
+
+
+def preflight(options: StartOptions) -> tuple[str, str]:
+    """Everything `start` can check without the lock, the nodes or a running MPI: the space,
+    the sizes and weights, the storage, the launcher and its tool, the benchmark. A background
+    `start` runs it before detaching, so bad input is one line and a non-zero exit, never a
+    daemon that dies at once. Returns (study name, storage URL)."""
+    load_space(options.space)
+    choose_sizes(options.collective, options.sizes, options.weights_file)
+    name, storage_url = study_identity(options)
+    open_storage(options.storage)
+    caps = probe_capabilities()
+    choice, why = pick_launcher(options)
+    _check_launch_tool(options, caps, choice)
+    if choice != "ray":
+        make_launcher(options, caps, choice, why)  # reads the hostfile / the Slurm node list
+    benchmark_of(options)
+    return name, storage_url
+
+
 def prepare_session(options: StartOptions) -> Session:
     space = load_space(options.space)
     chosen = choose_sizes(options.collective, options.sizes, options.weights_file)
+    benchmark = benchmark_of(options)
     caps = probe_capabilities()
     choice, why = pick_launcher(options)
     _check_launch_tool(options, caps, choice)
@@ -323,7 +268,7 @@ def prepare_session(options: StartOptions) -> Session:
                              time_per_size=options.time_per_size,
                              weights_source=chosen.weights_source, space_digest=space.digest)
         session = _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx,
-                                  resolved, config, name, lock)
+                                  resolved, config, name, lock, benchmark)
         session.notes[:0] = notes
         if options.parallel > 1:
             session.notes.insert(len(notes), f"{options.parallel} trials at once on disjoint node "
@@ -365,32 +310,19 @@ def probe_nodes(pool: NodePool) -> tuple[Capabilities, HostInfo]:
         raise EnvironmentProblem(f"cannot probe node {where}: {exc}") from None
 
 
-def _check_launch_tool(options: StartOptions, caps: Capabilities, choice: str) -> None:
-    """The command the chosen launcher starts ranks with must exist here (Ray: on the nodes)."""
-    if choice == "ray":
-        return
-    if choice == "slurm" and options.launch_with == "srun":
-        tool, hint = "srun", "--launch-with srun runs inside a Slurm allocation"
-    elif choice == "local" and caps.mpi_family == "mpich":
-        tool, hint = "mpiexec", "install MPICH's mpiexec"
-    else:
-        tool, hint = "mpirun", "install Open MPI (apt-get install openmpi-bin libopenmpi-dev ucx-utils)"
-    if not shutil.which(tool):
-        raise EnvironmentProblem(f"{tool} not found on PATH: {hint}")
-
-
 def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved, config,
-                    name, lock) -> Session:
+                    name, lock, benchmark) -> Session:
     plan = MeasurementPlan(collective=options.collective, nodes=options.nodes, ppn=ppn,
                            sizes=chosen.sizes, repetitions=options.repetitions,
                            stages=options.stages, time_per_size=options.time_per_size,
                            timeout_floor=options.timeout_floor)
     store = open_storage(options.storage)
+    strategy = make_strategy("tpe", seed=options.seed, prune=options.prune,
+                             prune_after=options.prune_after, p_threshold=options.p_threshold)
     try:
         study = optuna.create_study(study_name=name, storage=store, direction="minimize",
-                                    sampler=make_sampler(options.seed, resolved.context_values),
-                                    pruner=make_pruner(options.prune_after, options.p_threshold),
-                                    load_if_exists=True)
+                                    sampler=strategy.sampler(resolved.context_values),
+                                    pruner=strategy.pruner(), load_if_exists=True)
     except Exception as exc:  # noqa: BLE001 - storage backends raise many types
         raise AutotuneError(f"cannot create study {name!r}: {exc}") from None
     notes: list[str] = []
@@ -425,9 +357,9 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
                              "continues anyway")
     study.set_user_attr(FINGERPRINT_ATTR, fingerprint)
     recovered = recover_abandoned(study)
-    measurer = Measurer(plan, None, oversubscribe=options.oversubscribe)  # bound per group
+    measurer = Measurer(plan, None, benchmark, oversubscribe=options.oversubscribe)  # per group
     session = Session(study=study, space=resolved.space, config=config, plan=plan,
-                      measurer=measurer, pool=pool, host=host,
+                      measurer=measurer, pool=pool, strategy=strategy, host=host,
                       caps=caps, removed=resolved.removed, context_values=resolved.context_values,
                       space_name=space.name, resumed_trials=len(study.trials), recovered=recovered,
                       fingerprint=fingerprint, lock=lock)
@@ -450,13 +382,17 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
         "removed": [str(r) for r in resolved.removed], "context": resolved.context_values,
         "mpi": caps.mpi, "ucx": caps.ucx_version, "host": caps.host})
     default_params = resolved.space.defaults(ctx, resolved.context_values)
-    default_settings = resolved.space.settings(default_params, ctx)
     enqueue_default(study, default_params)  # before any warm start: the default is trial 0
-    searches_ucx = any(p.name.startswith("UCX_") for p in resolved.space.for_context(ctx))
-    if options.check_live and searches_ucx and caps.mpi_family == "openmpi":
+    for selector, chosen in (resolved.in_force or {}).items():
+        session.notes.append(f"{selector}: the untuned stack runs {chosen} here (Open MPI's own "
+                             f"choice); {selector} is a knob, and the knobs of another choice are "
+                             "asked for only on trials that choose it")
+    ucx_params = ucx_trial_params(resolved.space, ctx, default_params)
+    if options.check_live and ucx_params is not None and caps.mpi_family == "openmpi":
         group = pool.acquire()
         try:
-            session.ucx_live_checked = check_ucx_live(measurer.on(group), default_settings)
+            session.ucx_live_checked = check_ucx_live(
+                measurer.on(group), resolved.space.settings(ucx_params, ctx), params=ucx_params)
         finally:
             pool.release(group)
     if options.warm_start:
@@ -464,6 +400,23 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
                                                   resolved.context_values, options.collective,
                                                   options.nodes, ppn)
     return session
+
+
+def ucx_trial_params(space: SearchSpace, ctx: TrialContext,
+                     default_params: dict[str, Any]) -> dict[str, Any] | None:
+    """The default configuration as a trial that runs pml ucx would (the default itself where
+    pml ucx is in force without a setting), or None when the space searches no UCX knob: the
+    UCX liveness check is about trials that run pml ucx, not about the untuned stack."""
+    params = dict(default_params)
+    pml = next((p for p in space.for_context(ctx) if p.name == "pml"), None)
+    if pml is not None and "ucx" in pml.choices:
+        params["pml"] = "ucx"
+    active = [p for p in space.for_context(ctx) if p.name.startswith("UCX_") and p.active(params)]
+    if not active:
+        return None
+    for p in active:
+        params.setdefault(p.name, p.default)
+    return params
 
 
 def enqueue_warm_start(study: optuna.Study, spec: str, space, ctx: TrialContext,

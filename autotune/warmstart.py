@@ -10,9 +10,9 @@ from typing import Any
 from .errors import InputError, SpaceError
 from .space import SearchSpace, TrialContext
 from .space._model import is_choice
-from .space._load import _parse_yaml
+from .space._load import SPACES_DIR, _parse_yaml
 
-SHIPPED = Path(__file__).resolve().parent.parent / "search_spaces" / "warm-start"
+SHIPPED = SPACES_DIR / "warm-start"  # beside the shipped spaces, found the same way
 
 
 @dataclass(frozen=True)

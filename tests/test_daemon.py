@@ -246,9 +246,11 @@ def test_infrastructure_failures_are_retried_then_pause(tmp_path, monkeypatch):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     wrapper = bindir / "mpirun"
-    # the default runs for real; every candidate launch fails as if a node were unreachable
-    wrapper.write_text(f"#!/bin/sh\ncase \"$*\" in *UCX_RNDV_THRESH=8192*) exec /usr/bin/mpirun \"$@\";; esac\n"
-                       f"FAKE_MPIRUN_MODE=infra exec {sys.executable} {ROOT / 'tests' / 'fake_mpirun.py'} \"$@\"\n")
+    # the default (which sets nothing) runs for real; every candidate launch fails as if a node
+    # were unreachable
+    wrapper.write_text(f"#!/bin/sh\ncase \"$*\" in *UCX_RNDV_THRESH=*) FAKE_MPIRUN_MODE=infra exec "
+                       f"{sys.executable} {ROOT / 'tests' / 'fake_mpirun.py'} \"$@\";; esac\n"
+                       "exec /usr/bin/mpirun \"$@\"\n")
     wrapper.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
     monkeypatch.setenv("AUTOTUNE_HOME", str(tmp_path / "home"))

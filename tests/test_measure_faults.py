@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from autotune.benchmarks import Mpi4pyBenchmark
 from autotune.launch import LocalLauncher
 from autotune.measure import LaunchFailed, MeasurementPlan, Measurer
 from autotune.space import LaunchSettings
@@ -15,7 +16,7 @@ FAKE = str(Path(__file__).with_name("fake_mpirun.py"))
 def measurer(timeout_floor=30.0):
     plan = MeasurementPlan(collective="allreduce", nodes=1, ppn=2, sizes=(8, 16), repetitions=3,
                            stages=1, time_per_size=0.01, timeout_floor=timeout_floor)
-    return Measurer(plan, LocalLauncher(mpirun=FAKE))
+    return Measurer(plan, LocalLauncher(mpirun=FAKE), Mpi4pyBenchmark())
 
 
 def run(monkeypatch, mode, **kw):
@@ -68,7 +69,7 @@ def test_failure_classes(monkeypatch, mode, reason):
 def test_missing_mpirun_is_infrastructure(tmp_path):
     plan = MeasurementPlan(collective="allreduce", nodes=1, ppn=2, sizes=(8,), repetitions=3,
                            stages=1, time_per_size=0.01)
-    m = Measurer(plan, LocalLauncher(mpirun=str(tmp_path / "no-mpirun")))
+    m = Measurer(plan, LocalLauncher(mpirun=str(tmp_path / "no-mpirun")), Mpi4pyBenchmark())
     with pytest.raises(LaunchFailed) as info:
         m.run_launch(LaunchSettings(), plan.launches()[0], seed=1)
     assert info.value.reason == "infrastructure" and "cannot start" in info.value.detail

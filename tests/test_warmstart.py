@@ -60,16 +60,16 @@ def test_sampler_pins_allocation_context_whatever_the_history():
     """Trials ran on NPS=1 nodes; on an NPS=2 allocation the sampler proposes NPS=2 only."""
     import optuna
 
-    from autotune.controller import make_sampler
+    from autotune.strategy import TpeStrategy
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     ctx = TrialContext("allreduce", 1)
     space = resolve(load_space("openmpi-ucx+openmpi-tuned"), CAPS, ctx).space
-    study = optuna.create_study(sampler=make_sampler(0))
+    study = optuna.create_study(sampler=TpeStrategy(0).sampler())
     for _ in range(12):
         trial = study.ask({"NPS": optuna.distributions.CategoricalDistribution([1, 2, 4])})
         study.tell(trial, 0.0) if trial.params["NPS"] == 1 else study.tell(trial, 1.0)
-    study.sampler = make_sampler(1, {"NPS": 2})
+    study.sampler = TpeStrategy(1).sampler({"NPS": 2})
     for _ in range(5):
         trial = study.ask()
         assert space.suggest(trial, ctx)["NPS"] == 2
