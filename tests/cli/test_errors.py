@@ -1,14 +1,7 @@
 """Bad input: one line on stderr, a non-zero exit, no traceback, nothing launched."""
 import pytest
 
-
-def assert_one_line_error(proc, text):
-    assert proc.returncode != 0
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("autotune: error:")
-    assert text in lines[0]
-    assert "Traceback" not in proc.stderr
+from tests.cli import assert_one_line_error
 
 
 @pytest.mark.parametrize("args, text", [
@@ -26,9 +19,25 @@ def assert_one_line_error(proc, text):
       "sqlite:////nonexistent/dir/x.db"], "cannot open storage"),
     (["start", "--collective", "allreduce", "--foreground", "--storage", "nosuchdb://x"],
      "cannot open storage"),
+    (["start", "--collective", "allreduce", "--benchmark", "hpl", "--foreground"],
+     "'hpl' is not one of"),
+    (["start", "--collective", "allreduce", "--benchmark", "imb", "--imb-mem", "0",
+      "--foreground"], "--imb-mem"),
+    (["start", "--collective", "allreduce", "--benchmark", "imb", "--imb-mem", "nan",
+      "--foreground"], "--imb-mem"),
+    (["start", "--collective", "allreduce", "--numactl", "--foreground"],
+     "options of --benchmark imb"),
+    (["start", "--collective", "allreduce", "--benchmark", "imb", "--imb-dir", "/nonexistent",
+      "--foreground"], "IMB-MPI1"),
+    (["start", "--collective", "allreduce", "--launcher-mca", "novalue", "--foreground"],
+     "expected NAME=VALUE"),
+    (["start", "--collective", "allreduce", "--time-budget", "soon", "--foreground"],
+     "not a duration"),
     (["status", "--storage", "postgresql://u:secret@127.0.0.1:1/db"], "cannot open storage"),
     (["status"], "no study"),
     (["export", "--format", "yaml"], "'yaml' is not"),
+    (["spaces", "show", "nope"], "unknown search space"),
+    (["spaces", "list", "--format", "yaml"], "'yaml' is not"),
 ])
 def test_bad_input(autotune_cli, args, text):
     proc = autotune_cli(*args, timeout=120)
@@ -43,3 +52,22 @@ def test_unreadable_weights_file(autotune_cli, tmp_path):
     proc = autotune_cli("start", "--collective", "allreduce", "--weights", str(path / "x"),
                         "--foreground")
     assert_one_line_error(proc, "cannot read weights file")
+
+
+def test_every_start_option_is_a_start_options_field():
+    """`start` hands its options to StartOptions by name: a new option needs a field there."""
+    from dataclasses import fields
+
+    from autotune.cli import cli
+    from autotune.session import StartOptions
+
+    names = {p.name for p in cli.commands["start"].params} - {"trials", "foreground"}
+    assert names <= {f.name for f in fields(StartOptions)}
+    assert {"benchmark", "imb_dir", "imb_mem_gb", "imb_off_cache", "numactl"} <= names
+
+
+def test_export_offers_every_exporter(autotune_cli):
+    from autotune.export import EXPORTERS
+
+    text = autotune_cli("export", "--help", check=True).stdout
+    assert all(name in text for name in EXPORTERS)

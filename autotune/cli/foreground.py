@@ -1,0 +1,104 @@
+"""A study run in this terminal (or by the daemon, into its log): what it is about to do, a
+progress bar, and a summary at the end. All of it goes to standard error."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import shlex
+import sys
+
+from rich.markup import escape
+
+from ..units import format_size
+from .render import err
+
+
+def run_session(session, options, trials: int) -> None:
+    from ..progress import ProgressDisplay
+
+    _print_plan(session, options)
+    with ProgressDisplay(trials, console=err) as display:
+        summary = session.controller(options, display).run(trials, deadline=session.deadline)
+    _print_run_summary(session.study, summary)
+    if summary.interrupted:
+        err.print("stopped: the running trial is marked failed (interrupted) and queued again; "
+                  "completed trials are stored")
+        return  # a requested stop is a clean exit
+    if summary.stopped_because.startswith("time budget"):
+        if session.deadline_is_job_end:
+            from ..session import EXIT_JOB_TIME_UP
+
+            err.print(f"the Slurm job ends before another trial would finish: exit "
+                      f"{EXIT_JOB_TIME_UP}, so a job script can requeue itself and resume the "
+                      "study")
+            sys.exit(EXIT_JOB_TIME_UP)
+    elif summary.stopped_because:
+        sys.exit(1)
+
+
+def _print_plan(session, options) -> None:
+    from ..storage import redact
+
+    config, plan = session.config, session.plan
+    for note in session.notes:
+        err.print(f"note: {escape(note)}")
+    resumed = f" (resuming: {session.resumed_trials} trials)" if session.resumed_trials else ""
+    where = redact(options.storage or "") or "default storage"
+    err.print(f"study [bold]{escape(session.study.study_name)}[/] in {escape(where)}{resumed}, "
+              f"pid {os.getpid()}")
+    err.print(f"{config.collective}: {config.nodes} node x {config.ppn} ranks, {len(config.sizes)} "
+              f"sizes {format_size(config.sizes[0])}..{format_size(config.sizes[-1])}, "
+              f"{config.repetitions} launches per size in {len(plan.blocks())} stages, "
+              f"space {escape(session.space_name)} on {session.caps.mpi}, "
+              f"UCX {session.caps.ucx_version or 'n/a'}")
+    if session.context_values:
+        err.print("allocation: " + ", ".join(f"{k}={v}" for k, v in session.context_values.items())
+                  + " (read from the nodes, fixed for the sampler)")
+    if session.removed:
+        err.print(f"not searched here ({len(session.removed)}):")
+        for removal in session.removed:
+            err.print(f"  - {escape(str(removal))}")
+    if session.ucx_live_checked:
+        err.print("UCX knobs are live: a launch with UCX_TLS=self failed as it must under pml ucx")
+    for line in session.warm_started:
+        err.print(f"warm start: {escape(line)}")
+    if session.deadline:
+        err.print(f"time budget: no trial starts that would end after "
+                  f"{dt.datetime.fromtimestamp(session.deadline).strftime('%H:%M:%S')}")
+
+
+def _print_run_summary(study, summary) -> None:
+    states = [o.state for o in summary.outcomes]
+    drifts = [b.drift for b in summary.baselines if b.drift is not None]
+    drift = (f", drift {min(drifts):+.3f}..{max(drifts):+.3f} (log-ratio to the first one)"
+             if drifts else "")
+    err.print(f"this run: {states.count('COMPLETE')} complete, {states.count('PRUNED')} pruned, "
+              f"{states.count('FAIL')} failed; {len(summary.baselines)} default-config launches"
+              f"{drift}")
+    if summary.skipped_known_invalid:
+        err.print(f"{summary.skipped_known_invalid} proposals repeated a configuration MPI had "
+                  "refused; not launched again")
+    if summary.stopped_because and not summary.interrupted:
+        err.print(f"[red]stopped early[/]: {escape(summary.stopped_because)}")
+    try:
+        best = study.best_trial
+    except ValueError:
+        return
+    export_hint = (f"export it:   autotune export --study {shlex.quote(study.study_name)} "
+                   "--format env -o best.env")
+    confirmation = summary.confirmation
+    if confirmation is not None:
+        which = ("the default configuration (no candidate surely faster)" if confirmation.best_trial
+                 is None else f"trial {confirmation.best_trial}")
+        err.print(f"confirmed best: {which}")
+        err.print(export_hint, markup=False)
+        return
+    speed = math.exp(-best.value)
+    if best.user_attrs.get("is_default"):
+        err.print(f"best so far: the default configuration; no candidate beat it (the default "
+                  f"measured {speed:.3f}x against its interleaved reference: the noise floor)")
+    else:
+        err.print(f"best so far: trial {best.number}, speedup {speed:.3f}x over the default")
+    err.print(export_hint, markup=False)

@@ -1,0 +1,87 @@
+"""Options and value parsers shared by several commands (parsing only: no work, no output)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import click
+
+from ..errors import InputError
+from ..units import parse_size_range
+
+
+def sizes_option(_ctx: Any, _param: Any, value: str | None) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    try:
+        return parse_size_range(value)
+    except InputError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def positive_float(_ctx: Any, _param: Any, value: float | None) -> float | None:
+    if value is not None and (not math.isfinite(value) or value <= 0):
+        raise click.BadParameter(f"must be a positive number, got {value}")
+    return value
+
+
+def parse_duration(text: str) -> float:
+    """90s, 45m, 2h, 1h30m, or plain seconds."""
+    match = re.fullmatch(r"\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s?)?\s*", text or "")
+    if not match or not any(match.groups()):
+        raise click.BadParameter(f"{text!r} is not a duration such as 90m or 2h")
+    hours, minutes, seconds = (int(g or 0) for g in match.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    if total <= 0:
+        raise click.BadParameter("must be positive")
+    return float(total)
+
+
+def duration_option(_ctx: Any, _param: Any, value: str | None) -> float | None:
+    return parse_duration(value) if value else None
+
+
+def name_value(item: str) -> tuple[str, str]:
+    name, sep, value = item.partition("=")
+    if not sep or not name or not value:
+        raise InputError(f"--launcher-mca {item!r}: expected NAME=VALUE")
+    return name, value
+
+
+class LazyChoice(click.Choice):
+    """A click.Choice whose choices are read when first needed (a registry that imports heavy
+    modules, or that other code extends), not when the CLI is imported."""
+
+    def __init__(self, load: Callable[[], Iterable[str]], case_sensitive: bool = True) -> None:
+        self._load = load
+        self._loaded: tuple[str, ...] | None = None
+        self.case_sensitive = case_sensitive
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        if self._loaded is None:
+            self._loaded = tuple(self._load())
+        return self._loaded
+
+
+storage_option = click.option("--storage", metavar="URL", envvar="AUTOTUNE_STORAGE",
+                              help="Optuna storage URL (sqlite:///..., postgresql://..., "
+                                   "journal:PATH); default: SQLite under $AUTOTUNE_HOME")
+study_option = click.option("--study", "study_name", metavar="NAME",
+                            help="study name; may be omitted when the storage holds one study")
+
+
+def format_option(*choices: str, default: str | None = None, help: str | None = None):
+    """--format: `text` is a table on a terminal and tab-separated lines when piped."""
+    return click.option("--format", "fmt", type=click.Choice(choices),
+                        default=default or choices[0], show_default=True, help=help)
+
+
+def open_study(storage_url: str | None, study_name: str | None):
+    from ..storage import load_existing_study, open_storage
+
+    storage = open_storage(storage_url)
+    return load_existing_study(storage, study_name, storage_url)

@@ -1,0 +1,324 @@
+"""The one place that prints command results, as text or as JSON.
+
+Text: a table is drawn with rich when standard output is a terminal; when it is not (a pipe, a
+file) the same table is tab-separated values: a header line, then one record per line, no
+wrapping, no box drawing, no color, an empty cell shown as `-`. Everything else is plain lines,
+never wrapped (the terminal wraps them). JSON: one document, indented, on standard output."""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import sys
+from dataclasses import dataclass
+from functools import singledispatch
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from ..errors import InputError
+from .models import (
+    BackgroundStart,
+    BestReport,
+    HistoryTable,
+    Message,
+    ProbeReport,
+    SpaceDetail,
+    SpaceList,
+    SpaceValidation,
+    StatusReport,
+)
+
+# progress and narration of a foreground run; soft_wrap: a long line stays one line in a log file
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+@dataclass(frozen=True)
+class Table:
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    title: str = ""  # shown above the table on a terminal only
+
+
+def emit(result: Any, fmt: str = "text", output: str | None = None) -> None:
+    """Print `result` (a models.* object) as `text` or `json`."""
+    if fmt == "json":
+        write_text(json.dumps(to_json(result), indent=2, default=str) + "\n", output)
+        return
+    for block in to_text(result):
+        if isinstance(block, Table):
+            print_table(block)
+        else:
+            click.echo(block)
+
+
+def write_text(text: str, output: str | None = None) -> None:
+    """Write to FILE, or to standard output when no file is given."""
+    if output:
+        try:
+            Path(output).write_text(text)
+        except OSError as exc:
+            raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
+    else:
+        click.echo(text, nl=not text.endswith("\n"))
+
+
+def print_table(table: Table) -> None:
+    if sys.stdout.isatty():
+        drawn = RichTable(title=table.title or None, title_justify="left")
+        for column in table.columns:
+            drawn.add_column(column, overflow="fold")  # a long word is folded, never cut
+        for row in table.rows:
+            drawn.add_row(*(Text(cell) for cell in row))
+        Console(highlight=False).print(drawn)
+        return
+    click.echo("\t".join(table.columns))
+    for row in table.rows:
+        click.echo("\t".join(_cell(cell) for cell in row))
+
+
+def _cell(value: str) -> str:
+    text = " ".join(str(value).split("\t")).replace("\r", " ").replace("\n", " ").strip()
+    return text or "-"
+
+
+# ----------------------------------------------------------------------------- text
+
+
+@singledispatch
+def to_text(result: Any) -> list[str | Table]:
+    raise TypeError(f"no text form for {type(result).__name__}")
+
+
+@to_text.register
+def _(result: Message) -> list[str | Table]:
+    return [result.text]
+
+
+@to_text.register
+def _(result: StatusReport) -> list[str | Table]:
+    return [result.status.render()]
+
+
+@to_text.register
+def _(result: SpaceList) -> list[str | Table]:
+    rows = tuple((s.name, s.stack, str(len(s.parameters)), s.description) for s in result.spaces)
+    return [Table(("space", "stack", "knobs", "description"), rows)]
+
+
+@to_text.register
+def _(result: SpaceDetail) -> list[str | Table]:
+    space = result.space
+    rows = []
+    for setting in space.fixed:
+        value = " ".join(setting.args) if setting.apply == "mpirun" else setting.value
+        rows.append((setting.name, f"{setting.apply} (fixed)", value, "", "every trial",
+                     setting.why))
+    for p in space.parameters:
+        applied = p.apply + (f" ({p.context}, read not set)" if p.apply == "context" else "")
+        rows.append((p.name, applied, str(p.default), p.describe_choices(),
+                     "; ".join(_conditions(p)), p.source or p.help))
+    for c in space.compose:
+        rows.append((c.name, f"{c.apply} (composed)", "", c.template, "when its parts are active",
+                     ""))
+    return [Table(("knob", "applied as", "default", "choices", "only when", "source"), tuple(rows),
+                  title=f"{space.name} ({space.stack}): {space.description}")]
+
+
+def _conditions(p: Any) -> list[str]:
+    conditions = []
+    if p.collectives:
+        conditions.append("/".join(p.collectives))
+    if p.scope != "any":
+        conditions.append(p.scope)
+    conditions += [f"{k} in {list(v)}" for k, v in p.when]
+    conditions += [f"needs {r}" for r in p.requires]
+    if p.yields_to:
+        conditions.append(f"unless {' and '.join(p.yields_to)} apply")
+    conditions += [f"{c} needs {', '.join(map(str, reqs))}" for c, reqs in p.choice_requires]
+    conditions += [f"{c} brings {', '.join(f'{k}={v}' for k, v in pairs)}"
+                   for c, pairs in p.choice_implies]
+    if p.unset_means:
+        conditions.append("unset: what Open MPI selects on the nodes (probed)")
+    return conditions
+
+
+@to_text.register
+def _(result: SpaceValidation) -> list[str | Table]:
+    head = f"{result.path}: valid ({len(result.parameters)} parameters, stack {result.stack})"
+    lines: list[str | Table] = [head]
+    for collective, removed in result.removed:
+        lines.append(f"  {collective} on 1 node here: removed {'; '.join(removed) or 'nothing'}")
+    if result.machine_error:
+        lines.append(f"  on this machine: {result.machine_error}")
+    return lines
+
+
+@to_text.register
+def _(result: ProbeReport) -> list[str | Table]:
+    caps = result.caps
+    numa = caps.numa
+
+    def listed(framework: str) -> str:
+        return ", ".join(sorted(caps.components.get(framework, []))) or "-"
+
+    lines: list[str | Table] = [
+        f"host:        {caps.host}",
+        f"MPI:         {caps.mpi}",
+        f"coll:        {listed('coll')}",
+        f"pml:         {listed('pml')}",
+        f"btl:         {listed('btl')}",
+        f"UCX:         {caps.ucx_version or 'not found'}"
+        + (f" ({', '.join(caps.ucx_features)})" if caps.ucx_features else ""),
+    ]
+    for transport, devices in caps.ucx_transports.items():
+        lines.append(f"  transport {transport:8s} devices {', '.join(devices)}")
+    lines.append(f"NUMA:        {numa.sockets} socket(s), {numa.numa_nodes} NUMA node(s), NPS "
+                 f"{numa.nps}, {numa.cores_per_numa} core(s) per NUMA node, {numa.cores} usable")
+    if caps.mpi_family == "openmpi":
+        if caps.pml_ucx_selected_by_default():
+            lines.append("pml ucx:     selected by default")
+        elif caps.has_component("pml", "ucx"):
+            devices = caps.mca_defaults.get("pml_ucx_devices", "?")
+            lines.append(f"pml ucx:     NOT selected by default (pml_ucx_devices={devices} "
+                         "matches no device here): "
+                         "UCX_* variables are dead unless forced with --mca pml ucx "
+                         "--mca pml_ucx_devices any --mca pml_ucx_tls any")
+        else:
+            lines.append("pml ucx:     not built into this Open MPI")
+    return lines
+
+
+@to_text.register
+def _(result: BestReport) -> list[str | Table]:
+    cfg = result.best
+    if cfg.is_default:
+        head = (f"study {cfg.study}: the default configuration is the best measured; no candidate "
+                f"beat it (the default measured {cfg.speedup:.3f}x against its interleaved "
+                "reference: the noise floor)")
+    else:
+        head = (f"study {cfg.study}: best is trial {cfg.trial}, speedup {cfg.speedup:.3f}x over "
+                "the default")
+    lines: list[str | Table] = [head]
+    lines += [f"  {name} = {value}" for name, value in cfg.params.items()]
+    return lines
+
+
+@to_text.register
+def _(result: HistoryTable) -> list[str | Table]:
+    frame = result.frame
+    if frame.empty:
+        return ["no trials yet"]
+    params = [c for c in frame.columns if c.startswith("param.")]
+    rows = []
+    for _, group in frame.groupby("trial", sort=True):
+        row = group.iloc[0]
+        if _present(row["speedup"]):
+            speed = f"{row['speedup']:.3f}x"
+        elif _present(row.get("partial_speedup")):
+            speed = f"({row['partial_speedup']:.2f}x)"
+        else:
+            speed = ""
+        detail = row["fail_reason"] or " ".join(
+            f"{c[6:]}={_plain(row[c])}" for c in params if _present(row[c]))
+        state = row["state"] + (" (default)" if row["is_default"] else "")
+        rows.append((str(row["trial"]), state, speed, str(row["sizes_measured"]),
+                     str(row["launches"]), f"{row['bench_seconds']:.1f}", str(detail)))
+    return [Table(("trial", "state", "speedup", "sizes", "launches", "bench s", "params / reason"),
+                  tuple(rows), title="trials")]
+
+
+def _present(value: Any) -> bool:
+    is_nan = isinstance(value, float) and math.isnan(value)
+    return value is not None and value != "" and not is_nan
+
+
+def _plain(value: Any) -> Any:
+    """pandas turns integer columns with gaps into floats: show 16384, not 16384.0."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+@to_text.register
+def _(result: BackgroundStart) -> list[str | Table]:
+    name = shlex.quote(result.study)
+    return [f"study {result.study} runs in the background: pid {result.pid} on {result.host}",
+            f"log:    {result.log}",
+            f"watch:  autotune status --study {name}   (or: autotune logs -f)",
+            f"stop:   autotune stop --study {name}"]
+
+
+# ----------------------------------------------------------------------------- JSON
+
+
+@singledispatch
+def to_json(result: Any) -> Any:
+    raise TypeError(f"no JSON form for {type(result).__name__}")
+
+
+@to_json.register
+def _(result: StatusReport) -> Any:
+    return result.status.to_dict()
+
+
+@to_json.register
+def _(result: SpaceList) -> Any:
+    return [{"name": s.name, "stack": s.stack, "knobs": len(s.parameters),
+             "description": s.description, "parameters": list(s.parameters)}
+            for s in result.spaces]
+
+
+@to_json.register
+def _(result: SpaceDetail) -> Any:
+    space = result.space
+    return {
+        "name": space.name, "stack": space.stack, "description": space.description,
+        "sources": list(space.sources), "digest": space.digest,
+        "fixed": [{"name": s.name, "apply": s.apply, "value": s.value, "args": list(s.args),
+                   "why": s.why} for s in space.fixed],
+        "parameters": [_parameter_json(p) for p in space.parameters],
+        "compose": [{"name": c.name, "apply": c.apply, "template": c.template,
+                     "parts": list(c.parts)} for c in space.compose],
+    }
+
+
+def _parameter_json(p: Any) -> dict[str, Any]:
+    return {
+        "name": p.name, "apply": p.apply, "type": p.type, "default": p.default,
+        "choices": list(p.choices), "low": p.low, "high": p.high, "step": p.step, "log": p.log,
+        "choices_text": p.describe_choices(), "choices_from": p.choices_from or None,
+        "context": p.context or None, "collectives": list(p.collectives), "scope": p.scope,
+        "when": {key: list(values) for key, values in p.when},
+        "requires": [str(r) for r in p.requires],
+        "choice_requires": {str(c): [str(r) for r in reqs] for c, reqs in p.choice_requires},
+        "yields_to": list(p.yields_to), "implies": dict(p.implies),
+        "choice_implies": {str(c): dict(pairs) for c, pairs in p.choice_implies},
+        "unset_means": p.unset_means,
+        "args": {str(choice): list(argv) for choice, argv in p.args},
+        "only_when": "; ".join(_conditions(p)), "source": p.source, "help": p.help,
+    }
+
+
+@to_json.register
+def _(result: SpaceValidation) -> Any:
+    return {"path": result.path, "valid": True, "stack": result.stack,
+            "parameters": list(result.parameters),
+            "removed": {collective: list(removed) for collective, removed in result.removed},
+            "machine_error": result.machine_error}
+
+
+@to_json.register
+def _(result: ProbeReport) -> Any:
+    return result.caps.to_dict()
+
+
+@to_json.register
+def _(result: BestReport) -> Any:
+    cfg = result.best
+    return {"study": cfg.study, "trial": cfg.trial, "value": cfg.value, "speedup": cfg.speedup,
+            "is_default": cfg.is_default, "params": cfg.params, "env": cfg.env, "mca": cfg.mca,
+            "mpirun_args": list(cfg.mpirun_args)}

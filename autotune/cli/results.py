@@ -1,0 +1,71 @@
+"""`autotune history|best|export`: what a study has measured, and its best configuration."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import InputError
+from . import render
+from .models import BestReport, HistoryTable
+from .options import LazyChoice, format_option, open_study, storage_option, study_option
+
+
+def _exporters() -> list[str]:
+    from ..export import EXPORTERS
+
+    return list(EXPORTERS)
+
+
+@click.command()
+@format_option("table", "csv", "json", "parquet",
+               help="table: one line per trial (pruned: partial speedup in parentheses), a table "
+                    "on a terminal and tab-separated lines when piped; csv/json/parquet: one row "
+                    "per trial x size")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="write to FILE (required for parquet)")
+@study_option
+@storage_option
+def history(fmt: str, output: str | None, study_name: str | None, storage: str | None) -> None:
+    """Every trial with its raw per-size measurements."""
+    from ..storage import history_frame
+
+    frame = history_frame(open_study(storage, study_name))
+    if fmt == "table":
+        render.emit(HistoryTable(frame))
+        return
+    if fmt == "parquet":
+        if not output:
+            raise InputError("--format parquet needs -o FILE")
+        try:
+            frame.to_parquet(output, index=False)
+        except OSError as exc:
+            raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
+        return
+    text = (frame.to_csv(index=False) if fmt == "csv"
+            else frame.to_json(orient="records", indent=1, date_format="iso"))
+    render.write_text(text, output)
+
+
+@click.command()
+@format_option("text", "json")
+@study_option
+@storage_option
+def best(fmt: str, study_name: str | None, storage: str | None) -> None:
+    """The best configuration so far and its measured speedup."""
+    from ..export import best_config
+
+    render.emit(BestReport(best_config(open_study(storage, study_name))), fmt)
+
+
+@click.command()
+@click.option("--format", "fmt", type=LazyChoice(_exporters), default="env", show_default=True,
+              help="file format (env: a file to `source`)")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="write to FILE instead of standard output")
+@study_option
+@storage_option
+def export(fmt: str, output: str | None, study_name: str | None, storage: str | None) -> None:
+    """Write the best configuration as a file (see --format)."""
+    from ..export import EXPORTERS, best_config
+
+    render.write_text(EXPORTERS[fmt](best_config(open_study(storage, study_name))), output)

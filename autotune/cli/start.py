@@ -1,0 +1,232 @@
+"""`autotune start|stop|logs|status`: run a study (in the background or in this terminal), stop
+it, read its log, and see how it is doing."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..benchmarks import BENCHMARKS, COLLECTIVES
+from ..errors import AutotuneError, InputError
+from ..session import DEFAULT_SIZES, DEFAULT_SPACE
+from . import render
+from .models import BackgroundStart, Message, StatusReport
+from .options import (
+    duration_option,
+    format_option,
+    name_value,
+    open_study,
+    positive_float,
+    sizes_option,
+    storage_option,
+    study_option,
+)
+
+
+@click.command()
+@click.option("--collective", type=click.Choice(COLLECTIVES), required=True,
+              help="collective to tune")
+@click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True,
+              help="nodes per benchmark run")
+@click.option("--ppn", type=click.IntRange(min=1), default=None,
+              help="ranks per node  [default: usable cores of this node; required with the "
+                   "hostfile and ray launchers]")
+@click.option("--trials", type=click.IntRange(min=1), default=30, show_default=True,
+              help="trials to run in this invocation (a resumed study adds to its trials)")
+@click.option("--space", default=DEFAULT_SPACE, show_default=True, metavar="NAME|FILE",
+              help="search space: a shipped name (autotune spaces list), a YAML file, or several "
+                   "joined with +")
+@click.option("--sizes", callback=sizes_option, metavar="MIN:MAX|LIST",
+              help=f"message sizes: powers of two in MIN:MAX or a list (k/m suffixes)  "
+                   f"[default: {DEFAULT_SIZES}, or the weights file's sizes]")
+@click.option("--weights", "weights_file", metavar="FILE",
+              help="YAML/CSV mapping message size -> weight (e.g. from an application profile)")
+@click.option("--benchmark", type=click.Choice(BENCHMARKS), default="mpi4py", show_default=True,
+              help="what times the collective: the mpi4py kernel shipped with autotune, or "
+                   "IMB-MPI1 (Intel MPI Benchmarks)")
+@click.option("--imb-dir", metavar="DIR", default=None,
+              help="directory holding IMB-MPI1  [default: found on PATH]")
+@click.option("--imb-mem", "imb_mem_gb", type=float, default=None, metavar="GB",
+              callback=positive_float, help="IMB -mem: memory per process in GB")
+@click.option("--imb-off-cache", metavar="SPEC", default=None,
+              help="IMB -off_cache CACHE_SIZE[,CACHE_LINE_SIZE] (e.g. -1: IMB's default cache "
+                   "size)")
+@click.option("--numactl", is_flag=True,
+              help="run the benchmark under `numactl -l` (memory on the rank's local NUMA node)")
+@click.option("--repetitions", type=click.IntRange(min=3), default=5, show_default=True,
+              help="launches per size; the min and max are dropped (trimmed mean)")
+@click.option("--stages", type=click.IntRange(min=1), default=2, show_default=True,
+              help="size blocks measured in turn, smallest first; pruning can stop after any "
+                   "launch")
+@click.option("--time-per-size", type=float, default=0.02, show_default=True,
+              callback=positive_float, help="seconds of timed loop per size and launch")
+@click.option("--baseline-every", type=click.IntRange(min=1), default=1, show_default=True,
+              help="one launch of the default config per this many candidate launches of a size "
+                   "block; each candidate launch is divided by the default launch nearest before "
+                   "it")
+@click.option("--prune/--no-prune", default=True, show_default=True,
+              help="stop losing configurations early (Wilcoxon test against the best trial)")
+@click.option("--prune-after", type=click.IntRange(min=2), default=4, show_default=True,
+              help="launches a trial gets before it may be pruned (at p<0.1 the exact test "
+                   "needs 4)")
+@click.option("--p-threshold", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.1, show_default=True, help="p-value below which a trial is pruned")
+@click.option("--oversubscribe", is_flag=True, help="allow more ranks than cores (timings suffer)")
+@click.option("--seed", type=int, default=None, help="seed of the sampler and of the size orders")
+@click.option("--foreground", is_flag=True,
+              help="run in this terminal instead of detaching (progress bar, Ctrl-C stops)")
+@click.option("--time-budget", callback=duration_option, metavar="DURATION",
+              help="stop launching when the next trial would end after this (e.g. 90m, 2h); "
+                   "inside Slurm the job's end time also counts")
+@click.option("--timeout-floor", type=float, default=60.0, show_default=True,
+              callback=positive_float,
+              help="a launch's deadline is this plus an allowance per size; then it is killed")
+@click.option("--infra-pause", type=float, default=300.0, show_default=True,
+              callback=positive_float,
+              help="seconds to pause after 5 infrastructure failures in a row")
+@click.option("--confirm", "confirm_top", type=click.IntRange(min=0), default=3, show_default=True,
+              help="at the end, re-measure the best K against the default with confidence "
+                   "intervals (0: no confirmation)")
+@click.option("--confirm-rounds", type=click.IntRange(min=2), default=5, show_default=True)
+@click.option("--launcher", type=click.Choice(["auto", "local", "hostfile", "slurm", "ray"]),
+              default="auto", show_default=True,
+              help="how ranks are placed: auto = the Ray cluster of --ray-address, else "
+                   "--hostfile, else the Slurm allocation, else the Ray cluster of RAY_ADDRESS, "
+                   "else this machine")
+@click.option("--hostfile", type=click.Path(dir_okay=False), default=None,
+              help="Open MPI hostfile of the nodes to use (the first --nodes of them)")
+@click.option("--launch-with", type=click.Choice(["mpirun", "srun"]), default="mpirun",
+              show_default=True, help="slurm launcher: start ranks with mpirun or with srun")
+@click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
+              help="trials at once, each on its own --nodes hosts (concurrent trials share the "
+                   "network and disturb each other: keep 1 unless the allocation is large)")
+@click.option("--ray-address", default=None, metavar="HOST:PORT",
+              help="Ray cluster to run trials on (default: RAY_ADDRESS)")
+@click.option("--ray-resource", default="mpi_node", show_default=True,
+              help="custom Ray resource that marks the MPI nodes")
+@click.option("--ray-head-grace", type=click.FloatRange(min=1), default=30.0, show_default=True,
+              help="seconds the Ray head may be unreachable before the run stops (study kept)")
+@click.option("--launcher-mca", multiple=True, metavar="NAME=VALUE",
+              help="site setting passed to mpirun for every launch, e.g. oob_tcp_if_include=ib0 "
+                   "(repeatable; not tuned, not exported)")
+@click.option("--new-study", is_flag=True, help="start a fresh study (name gets a timestamp)")
+@click.option("--force", is_flag=True,
+              help="continue a study that ran on another CPU / MPI / UCX version")
+@click.option("--warm-start", metavar="NAME|FILE",
+              help="enqueue known-good configurations first (shipped: seed000-winners)")
+@click.option("--check-live/--no-check-live", default=True, show_default=True,
+              help="before the study, prove UCX variables take effect (one failing launch)")
+@study_option
+@storage_option
+def start(trials: int, foreground: bool, launcher_mca: tuple[str, ...], **fields) -> None:
+    """Run a tuning study in the background (creates it, or continues it with the same
+    arguments); --foreground keeps it in this terminal."""
+    from ..daemon import StopRequested, install_stop_handlers
+    from ..session import StartOptions, prepare_session
+
+    options = StartOptions(**fields, launcher_mca=tuple(name_value(i) for i in launcher_mca))
+    if not foreground:
+        _start_in_background(options)
+        return
+    install_stop_handlers()
+    try:
+        session = prepare_session(options)
+    except StopRequested:
+        render.err.print("stopped before the first trial")
+        return
+    from .foreground import run_session
+
+    try:
+        run_session(session, options, trials)
+    finally:
+        session.pool.close()
+        if session.lock:
+            session.lock.release()
+
+
+def _start_in_background(options) -> None:
+    """Check everything that can be checked here, then re-run this command with --foreground in
+    a detached process and return once it owns the study."""
+    from ..daemon import StudyLock, detach
+    from ..session import preflight
+
+    name, url = preflight(options)  # bad input: one line here, not a daemon that dies at once
+    argv = _invocation_argv()
+    if options.new_study:  # fix the name here so this process can wait for the right study
+        import datetime as dt
+
+        name = f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+        argv = [a for a in argv if a != "--new-study"] + ["--study", name]
+    lock = StudyLock.of(url, name)
+    lock.refuse_if_held(name)
+    owner = detach(argv, lock)
+    render.emit(BackgroundStart(study=name, pid=owner.pid, host=owner.host, log=str(owner.log)))
+
+
+def _invocation_argv() -> list[str]:
+    """The arguments autotune was called with (main() records them; else sys.argv)."""
+    obj = click.get_current_context().find_root().obj
+    if isinstance(obj, dict) and obj.get("argv") is not None:
+        return list(obj["argv"])
+    return list(sys.argv[1:])
+
+
+@click.command()
+@format_option("text", "json")
+@study_option
+@storage_option
+def status(fmt: str, study_name: str | None, storage: str | None) -> None:
+    """The daemon (alive, pid, host), trials done/pruned/failed, the running trial, best speedup."""
+    from ..status import study_status
+
+    render.emit(StatusReport(study_status(open_study(storage, study_name), storage)), fmt)
+
+
+@click.command()
+@click.option("--timeout", type=float, default=30.0, show_default=True,
+              help="seconds to wait for the daemon to finish its cleanup")
+@study_option
+@storage_option
+def stop(timeout: float, study_name: str | None, storage: str | None) -> None:
+    """Stop a running study gracefully (SIGTERM: the running trial is re-queued)."""
+    from ..daemon import StudyLock, stop_owner
+    from ..storage import default_storage_url
+
+    study = open_study(storage, study_name)
+    owner = StudyLock.of(storage or default_storage_url(), study.study_name).owner()
+    if owner is None:
+        render.emit(Message(f"study {study.study_name} is not running"))
+        return
+    if not stop_owner(owner, timeout):
+        raise AutotuneError(f"pid {owner.pid} did not stop within {timeout:.0f} s")
+    render.emit(Message(f"stopped study {study.study_name} (pid {owner.pid})"))
+
+
+@click.command()
+@click.option("-f", "--follow", is_flag=True, help="keep printing new lines while the study runs")
+@click.option("-n", "--lines", type=click.IntRange(min=0), default=40, show_default=True)
+@study_option
+@storage_option
+def logs(follow: bool, lines: int, study_name: str | None, storage: str | None) -> None:
+    """Print the study's log (the background run's output)."""
+    import time
+
+    from ..daemon import StudyLock
+    from ..storage import default_storage_url
+
+    study = open_study(storage, study_name)
+    lock = StudyLock.of(storage or default_storage_url(), study.study_name)
+    if not lock.log.exists():
+        raise InputError(f"no log for study {study.study_name} (it never ran in the background)")
+    with open(lock.log, errors="replace") as handle:
+        for line in handle.readlines()[-lines:] if lines else []:
+            click.echo(line, nl=False)
+        while follow:
+            line = handle.readline()
+            if line:
+                click.echo(line, nl=False)
+                continue
+            if lock.owner() is None:
+                break
+            time.sleep(0.5)
