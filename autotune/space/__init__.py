@@ -1,5 +1,5 @@
-"""Search spaces: the model (_model), safe loading and validation (_load), and the check against
-what the installed MPI offers (_resolve)."""
+"""Search spaces: the model (_model), safe loading and validation (_load), what a space may set
+(_policy), and the check against what the installed MPI offers (_resolve)."""
 
 from ._load import SPACES_DIR, available_spaces, check_args, check_name, load_space
 from ._model import (Compose, LaunchSettings, Parameter, Requirement, SearchSpace, Setting,
