@@ -32,7 +32,7 @@ from .space import Removal, SearchSpace, TrialContext, load_space, resolve
 from .strategy import Strategy, make_strategy
 from .storage import CONFIG_ATTR, enqueue_default, recover_abandoned, StudyConfig, default_storage_url, open_storage, stored_config
 from .units import format_size, parse_size_range
-from .warmstart import load_warm_start, select, to_params
+from .warmstart import enqueue_warm_start
 
 DEFAULT_SPACE = "openmpi-ucx+openmpi-tuned"
 FINGERPRINT_ATTR = "autotune.fingerprint"
@@ -417,24 +417,3 @@ def ucx_trial_params(space: SearchSpace, ctx: TrialContext,
     for p in active:
         params.setdefault(p.name, p.default)
     return params
-
-
-def enqueue_warm_start(study: optuna.Study, spec: str, space, ctx: TrialContext,
-                       context_values: dict[str, Any], collective: str, nodes: int,
-                       ppn: int) -> list[str]:
-    """Enqueue matching known-good configurations once each; return one line per decision."""
-    lines = []
-    seen = {tuple(sorted(t.params.items())) for t in study.trials}
-    for config in select(load_warm_start(spec), collective, nodes, ppn):
-        warm = to_params(config, space, ctx, context_values)
-        key = tuple(sorted(warm.params.items()))
-        dropped = f" (adapted: {', '.join(warm.dropped)})" if warm.dropped else ""
-        if key in seen:
-            lines.append(f"skipped, already tried: {warm.note}{dropped}")
-            continue
-        seen.add(key)
-        study.enqueue_trial(warm.params, user_attrs={"warm_start": warm.note})
-        lines.append(f"queued: {warm.note}{dropped}")
-    if not lines:
-        lines.append(f"no entry of {spec} matches {collective} on {nodes} node(s)")
-    return lines

@@ -7,10 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import optuna
+
 from .errors import InputError, SpaceError
 from .space import SearchSpace, TrialContext
 from .space._model import is_choice
 from .space._load import SPACES_DIR, _parse_yaml
+from .storage import TrialKey
 
 SHIPPED = SPACES_DIR / "warm-start"  # beside the shipped spaces, found the same way
 
@@ -98,3 +101,24 @@ def to_params(config: WarmConfig, space: SearchSpace, ctx: TrialContext,
             value = p.default
         params[p.name] = value
     return WarmParams(params=params, note=config.note, dropped=dropped)
+
+
+def enqueue_warm_start(study: optuna.Study, spec: str, space: SearchSpace, ctx: TrialContext,
+                       context_values: dict[str, Any], collective: str, nodes: int,
+                       ppn: int) -> list[str]:
+    """Enqueue matching known-good configurations once each; return one line per decision."""
+    lines = []
+    seen = {tuple(sorted(t.params.items())) for t in study.trials}
+    for config in select(load_warm_start(spec), collective, nodes, ppn):
+        warm = to_params(config, space, ctx, context_values)
+        key = tuple(sorted(warm.params.items()))
+        dropped = f" (adapted: {', '.join(warm.dropped)})" if warm.dropped else ""
+        if key in seen:
+            lines.append(f"skipped, already tried: {warm.note}{dropped}")
+            continue
+        seen.add(key)
+        study.enqueue_trial(warm.params, user_attrs={TrialKey.WARM_START: warm.note})
+        lines.append(f"queued: {warm.note}{dropped}")
+    if not lines:
+        lines.append(f"no entry of {spec} matches {collective} on {nodes} node(s)")
+    return lines
