@@ -35,16 +35,12 @@ from .probe import HostInfo
 from .space import SearchSpace, TrialContext
 from .storage import (RUN_ATTR, BaselineLaunch, StudyConfig, TrialKey, TrialRecord,
                       enqueue_default, failure_attrs, known_invalid_params, load_baselines,
-                      params_key, recover_abandoned, requeue_attrs, run_attrs, save_baseline,
+                      params_key, requeue_attrs, run_attrs, save_baseline,
                       trial_attrs)
 from .strategy import Strategy
 
 if TYPE_CHECKING:  # the controller is handed a pool; it never builds one
     from .launch import NodePool
-
-__all__ = ["BaselineFailed", "Controller", "Events", "NullEvents", "RunSummary", "TrialOutcome",
-           "enqueue_default", "recover_abandoned"]
-
 
 class Controller:
     """The study loop. Handed everything it uses: the study (built with the strategy's sampler
@@ -281,7 +277,7 @@ class Controller:
 
     def _suggest(self, trial: optuna.Trial) -> dict[str, Any]:
         try:
-            return self.space.suggest(trial, self.ctx)
+            return self.strategy.suggest(trial, self.space, self.ctx)
         except ValueError as exc:  # optuna: a parameter's distribution differs from earlier trials
             raise InputError(f"the search space {self.space.name!r} no longer matches the trials "
                              f"of study {self.study.study_name!r} ({exc}); start a new study "

@@ -139,28 +139,64 @@ def install_stop_handlers() -> None:
         signal.signal(sig, handler)
 
 
-def detach(argv: list[str], lock: StudyLock, wait: float = 30.0) -> Owner:
+READY_ENV = "AUTOTUNE_READY_FILE"
+
+
+def mark_ready() -> None:
+    """In a detached run: the study is prepared (lock held, storage, space, nodes and UCX checked),
+    so the `start` waiting in the user's terminal may report success."""
+    path = os.environ.get(READY_ENV)
+    if path:
+        Path(path).write_text(str(os.getpid()))
+
+
+def detach(argv: list[str], lock: StudyLock, wait: float = 600.0) -> Owner:
     """Start `autotune <argv> --foreground` in a new session with output to the study's log, and
-    return once it owns the study lock (or raise with the log's tail if it exits first)."""
+    return once it has prepared the study (everything `start` checks is checked); if it exits
+    before, raise its own one-line error (exit code kept), so nothing reports success that the
+    daemon could not use."""
     log = lock.log
+    ready = lock.path.with_suffix(".ready")
+    ready.unlink(missing_ok=True)
     with open(log, "ab") as handle:
         handle.write(f"\n==== {time.strftime('%Y-%m-%d %H:%M:%S')} autotune start (background)\n"
                      .encode())
+        offset = handle.tell()
         proc = subprocess.Popen([sys.executable, "-m", "autotune", *argv, "--foreground"],
                                 stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True,
-                                env={**os.environ, "AUTOTUNE_DAEMON": "1", "COLUMNS": "120"})
+                                env={**os.environ, "AUTOTUNE_DAEMON": "1", "COLUMNS": "120",
+                                     READY_ENV: str(ready)})
     deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        owner = lock.owner()
-        if owner and owner.pid == proc.pid:
-            return owner
-        if proc.poll() is not None:
-            tail = "\n".join(log.read_text(errors="replace").strip().splitlines()[-5:])
-            raise AutotuneError(f"the background run exited at once (code {proc.returncode}); "
-                                f"log {log}:\n{tail}")
-        time.sleep(0.1)
-    raise AutotuneError(f"the background run did not start within {wait:.0f} s; see {log}")
+    try:
+        while time.monotonic() < deadline:
+            if ready.exists() and ready.read_text().strip() == str(proc.pid):
+                owner = lock.owner()
+                if owner and owner.pid == proc.pid:
+                    return owner
+            if proc.poll() is not None:
+                raise _exited_at_once(proc.returncode, log, offset)
+            time.sleep(0.1)
+    finally:
+        ready.unlink(missing_ok=True)
+    raise AutotuneError(f"the background run did not get ready within {wait:.0f} s; it goes on "
+                        f"(pid {proc.pid}): see {log}")
+
+
+def _exited_at_once(code: int, log: Path, offset: int) -> AutotuneError:
+    """The detached run's own error line (it prints exactly one), else its last lines."""
+    with open(log, "rb") as handle:
+        handle.seek(offset)
+        lines = handle.read(1 << 20).decode(errors="replace").strip().splitlines()
+    said = [line for line in lines if line.startswith("autotune: ")]
+    if said:
+        error = AutotuneError(said[-1].split(": ", 2)[-1] if "error: " in said[-1] else said[-1])
+    else:
+        tail = "; ".join(lines[-3:]) or "no output"
+        error = AutotuneError(f"the background run exited at once (code {code}): {tail}; "
+                              f"log {log}")
+    error.exit_code = code or 1
+    return error
 
 
 def stop_owner(owner: Owner, timeout: float = 30.0) -> bool:

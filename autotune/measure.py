@@ -115,7 +115,7 @@ class Measurer:
         self.executor = executor
 
     def on(self, group) -> "Measurer":
-        """The same plan, launched on one node group (launch.groups); run by the injected
+        """The same plan, launched on one node group (launch.NodeGroup); run by the injected
         executor if there is one, else by the group (which can cancel its launches)."""
         return Measurer(self.plan, group, self.benchmark, oversubscribe=self.oversubscribe,
                         executor=self.executor or group.run)

@@ -7,9 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import shutil
 import socket
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -23,16 +21,18 @@ from .controller import Controller
 from .events import Events
 from .daemon import Owner, StudyLock
 from .errors import AutotuneError, EnvironmentProblem, InputError
-from .launch import LaunchSpec, NodePool, make_launcher, make_pool, pick_launcher, ranks_per_node
+from .launch import (LaunchSpec, NodePool, check_site_mca, make_launcher, make_pool, pick_launcher,
+                     ranks_per_node, slurm_end_time)
 from .launch import check_launch_tool as _check_launch_tool
 from .measure import MeasurementPlan, Measurer, check_ucx_live, classify_failure
 from .objective import load_weights, normalize_weights, uniform_weights
 from .probe import Capabilities, HostInfo, parse_node_probe, probe_capabilities, probe_host
 from .space import Removal, SearchSpace, TrialContext, load_space, resolve
 from .strategy import Strategy, make_strategy
-from .storage import CONFIG_ATTR, enqueue_default, recover_abandoned, StudyConfig, default_storage_url, open_storage, stored_config
+from .storage import CONFIG_ATTR, StoredSettings, enqueue_default, recover_abandoned, StudyConfig, default_storage_url, open_storage, stored_config
 from .units import format_size, parse_size_range
-from .warmstart import enqueue_warm_start
+from .checks import check_cores, check_host_count, check_site_settings
+from .warmstart import enqueue_warm_start, load_warm_start
 
 DEFAULT_SPACE = "openmpi-ucx+openmpi-tuned"
 FINGERPRINT_ATTR = "autotune.fingerprint"
@@ -155,6 +155,11 @@ def choose_sizes(collective: str, sizes: tuple[int, ...] | None,
 def _short(value: Any) -> str:
     if isinstance(value, tuple) and value and all(isinstance(v, int) for v in value):
         return f"{len(value)} sizes {format_size(value[0])}..{format_size(value[-1])}"
+    if isinstance(value, dict) and not value:
+        return "not recorded (a study from before the untuned stack was the reference)"
+    if isinstance(value, dict) and "env" in value:
+        count = sum(len(value.get(k) or ()) for k in ("env", "mca", "mpirun_args"))
+        return "the untuned stack" if not count else f"{count} forced setting(s)"
     if isinstance(value, dict):
         return f"{len(value)} weights"
     return repr(value)
@@ -183,22 +188,6 @@ def fingerprint_of(caps: Capabilities, host: HostInfo, config: StudyConfig,
             "node_names": list(pool.host_names())}
 
 
-def slurm_end_time() -> float | None:
-    """The Slurm job's end (unix time): SLURM_JOB_END_TIME, else squeue; None outside Slurm."""
-    value = os.environ.get("SLURM_JOB_END_TIME")
-    if value and value.isdigit():
-        return float(value)
-    job = os.environ.get("SLURM_JOB_ID")
-    if not job or not shutil.which("squeue"):
-        return None
-    try:
-        out = subprocess.run(["squeue", "-h", "-j", job, "-o", "%e"], capture_output=True,
-                             text=True, timeout=20).stdout.strip()
-        return dt.datetime.fromisoformat(out).timestamp()
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return None
-
-
 def benchmark_of(options: StartOptions) -> Benchmark:
     """The configured benchmark, checked usable here (IMB found and executable, ...)."""
     benchmark = make_benchmark(options.benchmark, imb_dir=options.imb_dir,
@@ -210,18 +199,25 @@ def benchmark_of(options: StartOptions) -> Benchmark:
 
 def preflight(options: StartOptions) -> tuple[str, str]:
     """Everything `start` can check without the lock, the nodes or a running MPI: the space,
-    the sizes and weights, the storage, the launcher and its tool, the benchmark. A background
-    `start` runs it before detaching, so bad input is one line and a non-zero exit, never a
-    daemon that dies at once. Returns (study name, storage URL)."""
-    load_space(options.space)
+    the sizes and weights, the warm start, the storage, the launcher, its tool, its hosts and
+    site settings, the ranks per node here, the benchmark. A background `start` runs it before
+    detaching, so bad input is one line at once (whatever fails later, once the run holds the
+    study, is relayed as one line too). Returns (study name, storage URL)."""
+    space = load_space(options.space)
+    check_site_settings(options, space)
     choose_sizes(options.collective, options.sizes, options.weights_file)
+    if options.warm_start:
+        load_warm_start(options.warm_start)
     name, storage_url = study_identity(options)
     open_storage(options.storage)
     caps = probe_capabilities()
     choice, why = pick_launcher(options)
     _check_launch_tool(options, caps, choice)
+    check_site_mca(options)
     if choice != "ray":
-        make_launcher(options, caps, choice, why)  # reads the hostfile / the Slurm node list
+        check_host_count(options, make_launcher(options, caps, choice, why)[0].hosts())
+    if choice == "local":
+        check_cores(options, ranks_per_node(options), probe_host(caps))
     benchmark_of(options)
     return name, storage_url
 
@@ -234,11 +230,9 @@ def prepare_session(options: StartOptions) -> Session:
     choice, why = pick_launcher(options)
     _check_launch_tool(options, caps, choice)
     # a fixed allocation's hosts (a Ray cluster counts its nodes on connecting)
-    hosts = None if choice == "ray" else make_launcher(options, caps, choice, why)[0].hosts()
-    if hosts is not None and options.nodes > len(hosts):
-        raise EnvironmentProblem(f"--nodes {options.nodes} but only {len(hosts)} host(s) "
-                                 f"are available ({', '.join(hosts)}); use --hostfile, a Slurm "
-                                 "allocation or a Ray cluster")
+    if choice != "ray":  # a Ray cluster counts its nodes on connecting
+        check_host_count(options, make_launcher(options, caps, choice, why)[0].hosts())
+    check_site_settings(options, space)
     ppn = ranks_per_node(options)
     name, storage_url = study_identity(options)
     if options.new_study:
@@ -256,17 +250,18 @@ def prepare_session(options: StartOptions) -> Session:
             caps, host = probe_nodes(pool)
             notes.append(f"nodes probed on {host.host}: {host.mpi}, UCX {host.ucx or '-'}, "
                          f"{host.cores} cores, NPS {caps.numa.nps}, {host.cpu_model}")
-        if ppn > host.cores and not options.oversubscribe:
-            raise EnvironmentProblem(f"--ppn {ppn} exceeds the {host.cores} usable cores of "
-                                     f"{host.host}; oversubscribed ranks give meaningless timings "
-                                     "(--oversubscribe to do it anyway)")
+        check_cores(options, ppn, host)
         ctx = TrialContext(options.collective, options.nodes)
         resolved = resolve(space, caps, ctx)
         config = StudyConfig(collective=options.collective, nodes=options.nodes, ppn=ppn,
                              space=space.name, sizes=chosen.sizes, weights=chosen.weights,
                              repetitions=options.repetitions, stages=options.stages,
                              time_per_size=options.time_per_size,
-                             weights_source=chosen.weights_source, space_digest=space.digest)
+                             weights_source=chosen.weights_source, space_digest=space.digest,
+                             benchmark=benchmark.describe(),
+                             reference=StoredSettings.of(resolved.space.settings(
+                                 resolved.space.defaults(ctx, resolved.context_values),
+                                 ctx)).to_dict())
         session = _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx,
                                   resolved, config, name, lock, benchmark)
         session.notes[:0] = notes
@@ -383,10 +378,10 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
         "mpi": caps.mpi, "ucx": caps.ucx_version, "host": caps.host})
     default_params = resolved.space.defaults(ctx, resolved.context_values)
     enqueue_default(study, default_params)  # before any warm start: the default is trial 0
-    for selector, chosen in (resolved.in_force or {}).items():
-        session.notes.append(f"{selector}: the untuned stack runs {chosen} here (Open MPI's own "
-                             f"choice); {selector} is a knob, and the knobs of another choice are "
-                             "asked for only on trials that choose it")
+    for selector, component in (resolved.in_force or {}).items():
+        session.notes.append(f"{selector}: the untuned stack runs {component} here (Open MPI's "
+                             f"own choice); {selector} is a knob, and the knobs of another choice "
+                             "are asked for only on trials that choose it")
     ucx_params = ucx_trial_params(resolved.space, ctx, default_params)
     if options.check_live and ucx_params is not None and caps.mpi_family == "openmpi":
         group = pool.acquire()

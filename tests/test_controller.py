@@ -22,7 +22,8 @@ from autotune.export import EXPORTERS, best_config
 from autotune.launch import Command, LocalLauncher, RunResult, StaticPool
 from autotune.measure import MeasurementPlan, Measurer
 from autotune.objective import uniform_weights
-from autotune.probe import HostInfo
+from autotune.probe import Capabilities, HostInfo
+from autotune.space import TrialContext, resolve
 from autotune.space._load import parse_space
 from autotune.storage import StudyConfig
 from autotune.strategy import TpeStrategy
@@ -31,6 +32,7 @@ SPACE = {
     "name": "canned", "stack": "openmpi", "description": "pml, UCX transports, an algorithm",
     "parameters": [
         {"name": "pml", "apply": "mca", "choices": ["unset", "ob1", "ucx"], "default": "unset",
+         "unset_means": "probe",
          "choice_implies": {"ucx": {"pml_ucx_devices": "any", "pml_ucx_tls": "any"}}},
         {"name": "UCX_TLS", "apply": "env", "when": {"pml": ["ucx"]}, "default": "all",
          "choices": ["all", "self,sm", "self,tcp"]},
@@ -80,8 +82,16 @@ def no_mpi(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
 
 
+# nodes without a Mellanox device: Open MPI runs ob1 on its own, so pml=ob1 is no separate choice
+CAPS = Capabilities(mpi_family="openmpi", mpi_version="4.1.4", components={"pml": ["ob1", "ucx"]},
+                    mca_defaults={"pml_ucx_devices": "mlx*"},
+                    ucx_transports={"self": ["memory"], "sysv": ["memory"]})
+
+
 def run_study(seed: int, trials: int, tmp_path, stages: int = 1):
-    space = parse_space(SPACE, "canned")
+    resolved = resolve(parse_space(SPACE, "canned"), CAPS, TrialContext("allreduce", 1))
+    assert resolved.in_force == {"pml": "ob1"}
+    space = resolved.space
     weights = uniform_weights(SIZES)
     config = StudyConfig(collective="allreduce", nodes=1, ppn=2, space=space.name, sizes=SIZES,
                          weights=weights, repetitions=3, stages=stages, time_per_size=0.01)

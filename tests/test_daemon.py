@@ -206,7 +206,7 @@ def test_two_hundred_consecutive_failures(tmp_path, monkeypatch):
 
 
 def test_slurm_end_time_sets_the_deadline(monkeypatch):
-    from autotune.session import slurm_end_time
+    from autotune.launch import slurm_end_time
 
     monkeypatch.setenv("SLURM_JOB_END_TIME", "1900000000")
     assert slurm_end_time() == 1900000000.0

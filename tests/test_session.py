@@ -38,3 +38,32 @@ def test_ppn_is_required_where_this_machine_may_not_be_a_node(options):
     with pytest.raises(InputError, match="--ppn is required"):
         ranks_per_node(StartOptions(collective="allreduce", **options))
     assert ranks_per_node(StartOptions(collective="allreduce", ppn=36, **options)) == 36
+
+
+def test_the_ucx_liveness_check_runs_a_pml_ucx_configuration():
+    from autotune.probe import Capabilities
+    from autotune.session import ucx_trial_params
+    from autotune.space import TrialContext, load_space, resolve
+
+    ctx = TrialContext("allreduce", 1)
+    space = load_space("openmpi-ucx")
+    ob1_here = Capabilities(mpi_family="openmpi", mpi_version="4.1.4",
+                            components={"pml": ["ob1", "ucx"]}, mca_defaults={"pml": "^ucx"},
+                            ucx_transports={"self": ["memory"], "posix": ["memory"]})
+    resolved = resolve(space, ob1_here, ctx).space
+    params = ucx_trial_params(resolved, ctx, resolved.defaults(ctx, {"NPS": 1}))
+    assert params["pml"] == "ucx" and params["UCX_TLS"] == "all"
+    assert dict(resolved.settings(params, ctx).mca)["pml_ucx_devices"] == "any"
+
+    ucx_here = Capabilities(mpi_family="openmpi", mpi_version="4.1.4",
+                            components={"pml": ["ob1", "ucx"]},
+                            mca_defaults={"pml_ucx_devices": "mlx*"},
+                            ucx_transports={"rc_mlx5": ["mlx5_0:1"], "self": ["memory"]})
+    resolved = resolve(space, ucx_here, ctx).space
+    defaults = resolved.defaults(ctx, {"NPS": 1})
+    params = ucx_trial_params(resolved, ctx, defaults)
+    assert params["pml"] == "unset" and "UCX_TLS" in params  # the untuned stack runs ucx there
+    assert resolved.settings(params, ctx) == resolved.settings(defaults, ctx)
+
+    no_ucx = resolve(load_space("openmpi-tuned"), ob1_here, ctx).space
+    assert ucx_trial_params(no_ucx, ctx, no_ucx.defaults(ctx)) is None

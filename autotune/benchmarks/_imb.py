@@ -108,11 +108,15 @@ class ImbBenchmark(Benchmark):
         from ..storage import autotune_home
 
         folder = self._msglen_dir or autotune_home() / "imb"
-        folder.mkdir(parents=True, exist_ok=True)
         text = "".join(f"{s}\n" for s in sorted(sizes))
         path = folder / f"msglen-{hashlib.sha256(text.encode()).hexdigest()[:12]}.txt"
-        if not path.exists():
-            path.write_text(text)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            if not path.exists() or path.read_text() != text:
+                path.write_text(text)
+        except OSError as exc:  # the launch cannot be built: the machine's fault, not the config's
+            raise EnvironmentProblem(f"cannot write IMB's size list {path}: "
+                                     f"{exc.strerror or exc}") from None
         return path
 
     def parse(self, stdout: str, request: BenchmarkRequest) -> BenchmarkOutput:

@@ -136,7 +136,7 @@ def _conditions(p: Any) -> list[str]:
         conditions.append("/".join(p.collectives))
     if p.scope != "any":
         conditions.append(p.scope)
-    conditions += [f"{k} in {list(v)}" for k, v in p.when]
+    conditions += [f"{k} in {'|'.join(map(str, v))}" for k, v in p.when]
     conditions += [f"needs {r}" for r in p.requires]
     if p.yields_to:
         conditions.append(f"unless {' and '.join(p.yields_to)} apply")

@@ -122,7 +122,7 @@ from .options import (
 def start(trials: int, foreground: bool, launcher_mca: tuple[str, ...], **fields) -> None:
     """Run a tuning study in the background (creates it, or continues it with the same
     arguments); --foreground keeps it in this terminal."""
-    from ..daemon import StopRequested, install_stop_handlers
+    from ..daemon import StopRequested, install_stop_handlers, mark_ready
     from ..session import StartOptions, prepare_session
 
     options = StartOptions(**fields, launcher_mca=tuple(name_value(i) for i in launcher_mca))
@@ -135,6 +135,7 @@ def start(trials: int, foreground: bool, launcher_mca: tuple[str, ...], **fields
     except StopRequested:
         render.err.print("stopped before the first trial")
         return
+    mark_ready()  # a background `start` waits for this before it says the run is going
     from .foreground import run_session
 
     try:

@@ -15,9 +15,10 @@ from ._base import Command, Launcher, LaunchSpec, RunResult
 from ._executor import run_command
 from ._groups import NodeGroup, NodePool, StaticGroup, StaticPool, SubsetLauncher
 from ._hostlist import HostListLauncher
-from ._hosts import expand_nodelist, read_hostfile, slurm_hosts
+from ._hosts import expand_nodelist, read_hostfile, slurm_end_time, slurm_hosts
 from ._local import LocalLauncher
-from ._select import (BACKENDS, Backend, LaunchOptions, backend, check_launch_tool, make_launcher,
+from ._select import (BACKENDS, Backend, LaunchOptions, backend, check_launch_tool, check_site_mca,
+                      make_launcher,
                       make_pool, pick_launcher, ranks_per_node)
 
 if TYPE_CHECKING:
@@ -34,6 +35,6 @@ def __getattr__(name: str):
 
 __all__ = ["BACKENDS", "Backend", "Command", "HostListLauncher", "LaunchOptions", "LaunchSpec",
            "Launcher", "LocalLauncher", "NodeGroup", "NodePool", "RayPool", "RunResult",
-           "StaticGroup", "StaticPool", "SubsetLauncher", "backend", "check_launch_tool",
+           "StaticGroup", "StaticPool", "SubsetLauncher", "backend", "check_launch_tool", "check_site_mca",
            "expand_nodelist", "make_launcher", "make_pool", "pick_launcher", "ranks_per_node",
-           "read_hostfile", "run_command", "slurm_hosts"]
+           "read_hostfile", "run_command", "slurm_end_time", "slurm_hosts"]

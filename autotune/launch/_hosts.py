@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 import re
 import shutil
 import subprocess
@@ -69,3 +71,19 @@ def slurm_hosts(nodelist: str) -> list[str]:
         except (OSError, subprocess.SubprocessError):
             pass
     return expand_nodelist(nodelist)
+
+
+def slurm_end_time() -> float | None:
+    """The Slurm job's end (unix time): SLURM_JOB_END_TIME, else squeue; None outside Slurm."""
+    value = os.environ.get("SLURM_JOB_END_TIME")
+    if value and value.isdigit():
+        return float(value)
+    job = os.environ.get("SLURM_JOB_ID")
+    if not job or not shutil.which("squeue"):
+        return None
+    try:
+        out = subprocess.run(["squeue", "-h", "-j", job, "-o", "%e"], capture_output=True,
+                             text=True, timeout=20).stdout.strip()
+        return dt.datetime.fromisoformat(out).timestamp()
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None

@@ -177,13 +177,18 @@ def make_launcher(options: LaunchOptions, caps: MpiFamily, choice: str, why: str
     return launcher, f"launcher: {launcher.name} ({why}; hosts {shown}{method})"
 
 
+def check_site_mca(options: LaunchOptions) -> None:
+    """--launcher-mca NAME=VALUE: names and values that cannot smuggle anything into argv."""
+    for name, value in options.launcher_mca:
+        if not MCA_NAME_RE.fullmatch(name) or not SITE_VALUE_RE.fullmatch(value):
+            raise InputError(f"--launcher-mca {name}={value}: invalid name or value")
+
+
 def make_pool(options: LaunchOptions, caps: MpiFamily, choice: str, why: str
               ) -> tuple[NodePool, str]:
     """The node pool trials run on (one group per running trial), and a line saying what was
     picked and why."""
-    for name, value in options.launcher_mca:
-        if not MCA_NAME_RE.fullmatch(name) or not SITE_VALUE_RE.fullmatch(value):
-            raise InputError(f"--launcher-mca {name}={value}: invalid name or value")
+    check_site_mca(options)
     chosen = backend(choice)
     if options.launch_with not in chosen.methods:
         able = [b.name for b in BACKENDS.values() if options.launch_with in b.methods]

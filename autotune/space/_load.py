@@ -45,6 +45,10 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
     seen = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
+        if not isinstance(key, (str, int, bool, float)) and key is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, "a key must be a plain value, not a list or mapping",
+                key_node.start_mark)
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r}", key_node.start_mark)
@@ -334,6 +338,9 @@ def _parse_parameter(item: Any, where: str) -> Parameter:
             raise SpaceError(f"{where}: args: must map every choice to a list of mpirun arguments")
         by_text = {str(k): v for k, v in raw_args.items()}
         fields["args"] = tuple((c, check_args(by_text[str(c)], where)) for c in fields["choices"])
+        if dict(fields["args"])[default]:
+            raise SpaceError(f"{where}: args: the default {default!r} must add no argument (it is "
+                             "the MPI's own behaviour, never applied)")
     elif "args" in item:
         raise SpaceError(f"{where}: args: only for apply: mpirun")
     if apply == "context":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 import optuna
@@ -31,6 +31,10 @@ class StudyConfig:
     time_per_size: float
     weights_source: str = "uniform over log2(size)"
     space_digest: str = ""
+    # what every score is relative to and what measured it: a study from before these were
+    # stored ran against another reference (wave 1 forced pml ucx), so it does not match
+    benchmark: str = ""  # e.g. "mpi4py kernel", "IMB-MPI1 (/path/IMB-MPI1)"
+    reference: dict[str, Any] = field(default_factory=dict)  # the default's env/mca/mpirun_args
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -55,7 +59,7 @@ class StudyConfig:
 
     def differences(self, other: StudyConfig) -> list[str]:
         keys = ("collective", "nodes", "ppn", "space", "sizes", "weights", "repetitions", "stages",
-                "time_per_size")
+                "time_per_size", "benchmark", "reference")
         return [k for k in keys if getattr(self, k) != getattr(other, k)]
 
 

@@ -1,6 +1,7 @@
-"""What a search strategy is: it proposes configurations (an Optuna sampler over the space),
-learns from their scores (Optuna's tell, through the sampler), decides when a losing trial
-stops (a pruner over the per-launch scores) and which trials deserve confirmation.
+"""What a search strategy is: it proposes configurations (an Optuna sampler over the space, and
+`suggest` for the configuration of each asked trial), learns from their scores (Optuna's tell,
+through the sampler), decides when a losing trial stops (a pruner over the per-launch scores)
+and which trials deserve confirmation.
 
 The controller runs the study loop and knows no sampler; the session builds the study with the
 strategy's sampler and pruner. Random, grid and the staged sweep of seeds/000 fit the same shape.
@@ -10,10 +11,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
+
+from ..storage import TrialRecord
+
+if TYPE_CHECKING:
+    from ..space import SearchSpace, TrialContext
 
 
 class Strategy(ABC):
@@ -24,6 +30,12 @@ class Strategy(ABC):
         """Proposes configurations; `fixed` pins allocation context (NPS, ...) to this
         allocation's value, so trials from other allocations teach it but it never proposes
         what these nodes cannot run."""
+
+    def suggest(self, trial: optuna.Trial, space: SearchSpace, ctx: TrialContext
+                ) -> dict[str, Any]:
+        """The configuration of an asked trial: by default the sampler's choice, asked define-by-
+        run over the space (a strategy that proposes otherwise, a staged sweep, overrides it)."""
+        return space.suggest(trial, ctx)
 
     def pruner(self) -> optuna.pruners.BasePruner:
         """Stops losing trials; by default never."""
@@ -38,7 +50,7 @@ class Strategy(ABC):
         seen: set[tuple] = set()
         chosen: list[FrozenTrial] = []
         trials = sorted((t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-                         if not t.user_attrs.get("is_default")), key=lambda t: t.value)
+                         if not TrialRecord.from_trial(t).is_default), key=lambda t: t.value)
         for trial in trials:
             key = tuple(sorted((n, str(v)) for n, v in trial.params.items()))
             if key not in seen:

@@ -108,3 +108,11 @@ def test_real_study_with_imb_stores_imb_t_max(autotune_cli, tmp_path):
     history = json.loads(autotune_cli("history", "--format", "json", check=True).stdout)
     rows = [r for r in history if r["trial"] == complete[0].number]
     assert len(rows) == 10 and all(len(json.loads(r["t_us"])) == 3 for r in rows)
+
+
+def test_an_unwritable_size_list_is_an_environment_problem(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    imb = ImbBenchmark(str(IMB_DIR), msglen_dir=blocker / "imb")  # a folder under a file
+    with pytest.raises(EnvironmentProblem, match="cannot write IMB's size list"):
+        imb.program(request([8, 100]))

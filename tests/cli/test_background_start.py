@@ -48,6 +48,11 @@ def held_locks(home: Path) -> list[str]:
     (["--weights", "/nonexistent.yaml"], "cannot read weights file /nonexistent.yaml"),
     (["--space", "no-such-space"], "unknown search space 'no-such-space'"),
     (["--benchmark", "imb", "--imb-dir", "/nonexistent"], "IMB-MPI1"),
+    (["--warm-start", "no-such-warm-start"], "warm-start file 'no-such-warm-start' not found"),
+    (["--ppn", "64"], "--ppn 64 exceeds the"),
+    (["--nodes", "3"], "--nodes 3 but only 1 host(s)"),
+    (["--launcher-mca", "btl_tcp_if_include=a;b"], "invalid name or value"),
+    (["--launcher-mca", "pml=ucx"], "--launcher-mca pml: the space tunes it"),
 ])
 def test_bad_input_is_refused_before_detaching(autotune_cli, tmp_path, monkeypatch, args, text):
     home = tmp_path / "home"
@@ -85,3 +90,17 @@ def test_good_input_detaches_a_daemon_that_stop_ends(autotune_cli, tmp_path, mon
         time.sleep(0.2)
     assert held_locks(home) == [] and processes_of(home) == []
     assert "not running" in autotune_cli("status", "--study", name, check=True).stdout
+
+
+@pytest.mark.mpi
+def test_a_refusal_after_detaching_is_relayed_as_one_line(autotune_cli, tmp_path, monkeypatch):
+    """What only the run itself can find (here: the study exists with other sizes) still ends
+    the background `start` with the run's own one-line error and its exit code, not success."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("AUTOTUNE_HOME", str(home))
+    autotune_cli("start", *FAST, "--trials", "1", "--foreground", check=True, timeout=300)
+    changed = [a if a != "8:1k" else "8:2k" for a in FAST]
+    proc = autotune_cli("start", *changed, "--trials", "1", timeout=300)
+    assert_one_line_error(proc, "was created with different sizes")
+    assert proc.returncode == 2
+    assert held_locks(home) == [] and processes_of(home) == []

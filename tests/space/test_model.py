@@ -47,7 +47,11 @@ def test_pml_ucx_brings_its_companions_where_ob1_is_in_force():
     params = {**space.defaults(ALLREDUCE), "pml": "ucx", "UCX_TLS": "self,posix,cma"}
     mca = dict(space.settings(params, ALLREDUCE).mca)
     assert mca == {"pml": "ucx", "pml_ucx_devices": "any", "pml_ucx_tls": "any"}
-    assert not space.settings({**space.defaults(ALLREDUCE), "pml": "ob1"}, ALLREDUCE).env
+    mca = dict(space.settings({**params, "UCX_TLS": "all"}, ALLREDUCE).mca)
+    assert mca == {"pml": "ucx", "pml_ucx_devices": "any", "pml_ucx_tls": "any"}
+    pml = next(p for p in space.parameters if p.name == "pml")
+    assert pml.choices == ("unset", "ucx")  # ob1 is what unset runs here: no second reference
+    assert any("pml=ob1: the same as unset here" in str(r) for r in result.removed)
 
 
 def test_ucx_knobs_are_live_under_the_untuned_stack_where_ucx_is_in_force():
@@ -64,8 +68,20 @@ def test_ucx_knobs_are_live_under_the_untuned_stack_where_ucx_is_in_force():
     params = space.suggest(trial, ALLREDUCE)
     assert params["pml"] == "unset" and "UCX_TLS" in params  # asked: live without a setting
     mca = dict(space.settings({**params, "UCX_TLS": "self,sm,rc"}, ALLREDUCE).mca)
-    assert "pml_ucx_devices" not in mca  # no companion needed where ucx is selected anyway
-    assert any("keeps ucx without pml_ucx_devices=any" in str(r) for r in result.removed)
+    # no device companion where ucx is selected anyway; UCX_TLS still lets itself decide
+    assert mca == {"pml_ucx_tls": "any"}
+    assert dict(space.settings({**params, "UCX_TLS": "all"}, ALLREDUCE).mca) == {}
+    assert next(p for p in space.parameters if p.name == "pml").choices == ("unset", "ob1")
+    assert any("pml=ucx: the same as unset here" in str(r) for r in result.removed)
+
+
+@pytest.mark.parametrize("site, expected", [("ucx", "ucx"), ("ob1", "ob1"), ("^ucx", "ob1"),
+                                            ("", "ob1")])
+def test_a_site_setting_decides_which_pml_is_in_force(site, expected):
+    caps = Capabilities(mpi_family="openmpi", mpi_version="4.1.4",
+                        components={"pml": ["ob1", "ucx"]},
+                        mca_defaults={"pml": site, "pml_ucx_devices": "mlx*"})
+    assert resolve(load_space("openmpi-ucx"), caps, ALLREDUCE).in_force == {"pml": expected}
 
 
 def test_settings_apply_fixed_params_implications_and_mpirun_args():

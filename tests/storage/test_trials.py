@@ -31,6 +31,16 @@ def test_old_and_newer_configs_read(tmp_path):
     assert config.space_digest == "" and config.weights_source == "uniform over log2(size)"
 
 
+def test_another_reference_or_benchmark_is_not_comparable(tmp_path):
+    untuned = {"env": {}, "mca": {}, "mpirun_args": []}
+    now = StudyConfig.from_dict(dict(CONFIG, benchmark="mpi4py kernel", reference=untuned))
+    wave1 = StudyConfig.from_dict(CONFIG)  # stored neither: its reference was forced pml ucx
+    assert now.differences(wave1) == ["benchmark", "reference"]
+    imb = StudyConfig.from_dict(dict(CONFIG, benchmark="IMB-MPI1 (/x)", reference=untuned))
+    assert now.differences(imb) == ["benchmark"]
+    assert StudyConfig.from_dict(now.to_dict()) == now
+
+
 @pytest.mark.parametrize("garbage", [
     {k: v for k, v in CONFIG.items() if k != "sizes"},
     dict(CONFIG, weights={"eight": 1.0}),
