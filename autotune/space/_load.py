@@ -267,15 +267,22 @@ def _parse_choice_implies(raw: Any, choices: tuple[Any, ...], default: Any, wher
     for choice, settings in raw.items():
         if choice not in choices or choice == default:
             raise SpaceError(f"{where}: choice_implies: {choice!r} is not a non-default choice")
-        if not isinstance(settings, dict) or not settings:
+        if not settings:
             raise SpaceError(f"{where}: choice_implies: {choice}: expected MCA parameter -> value")
-        pairs = []
-        for k, v in settings.items():
-            check_name("mca", k, f"{where}: choice_implies")
-            check_value(where, str(k), str(v))
-            pairs.append((str(k), str(v)))
-        out.append((choice, tuple(pairs)))
+        out.append((choice, _mca_settings(settings, f"{where}: choice_implies: {choice}")))
     return tuple(out)
+
+
+def _mca_settings(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
+    """A mapping of MCA parameter -> value (implies, choice_implies), each checked like a knob."""
+    if not isinstance(raw, dict):
+        raise SpaceError(f"{where}: expected a mapping of MCA parameter -> value")
+    pairs = []
+    for k, v in raw.items():
+        check_name("mca", k, where)
+        check_value(where, str(k), str(v))
+        pairs.append((str(k), str(v)))
+    return tuple(pairs)
 
 
 def _parse_parameter(item: Any, where: str) -> Parameter:
@@ -363,14 +370,7 @@ def _parse_parameter(item: Any, where: str) -> Parameter:
     scope = item.get("scope", "any")
     if scope not in SCOPES:
         raise SpaceError(f"{where}: scope: must be one of {', '.join(SCOPES)}, not {scope!r}")
-    implies = item.get("implies", {})
-    if not isinstance(implies, dict):
-        raise SpaceError(f"{where}: implies: expected a mapping of MCA parameter -> value")
-    implied = []
-    for k, v in implies.items():
-        check_name("mca", k, f"{where}: implies")
-        check_value(where, str(k), str(v))
-        implied.append((str(k), str(v)))
+    implied = _mca_settings(item.get("implies", {}), f"{where}: implies")
     yields_to = tuple(str(n) for n in _list(item.get("yields_to", []), f"{where}: yields_to"))
     requires = _parse_requirements(item["requires"], f"{where}: requires") if "requires" in item else ()
     choice_requires = []
@@ -390,7 +390,7 @@ def _parse_parameter(item: Any, where: str) -> Parameter:
         raise SpaceError(f"{where}: unset_means: probe needs a choice {UNSET!r} and a selector the "
                          f"probe knows ({', '.join(PROBED_SELECTORS)})")
     return Parameter(name=name, apply=apply, type=kind, default=default, scope=scope,
-                     collectives=tuple(collectives), implies=tuple(implied), requires=requires,
+                     collectives=tuple(collectives), implies=implied, requires=requires,
                      choice_requires=tuple(choice_requires), choices_from=choices_from,
                      choice_implies=_parse_choice_implies(item.get("choice_implies", {}),
                                                           fields.get("choices", ()), default, where),

@@ -90,7 +90,7 @@ BILLION_LAUGHS = "a: &a [x, x]\nb: &b [*a, *a]\nc: &c [*b, *b]\nd: [*c, *c]\nnam
     (param(name="pml", apply="mca", choices="[unset, ucx]", default="unset",
            choice_implies="{unset: {pml_ucx_tls: any}}"), "not a non-default choice"),
     (param(name="pml", apply="mca", choices="[unset, ucx]", default="unset",
-           choice_implies="{ucx: [pml_ucx_tls]}"), "expected MCA parameter -> value"),
+           choice_implies="{ucx: [pml_ucx_tls]}"), "expected a mapping of MCA parameter -> value"),
     (param(name="pml", apply="mca", choices="[ob1, ucx]", default="ob1", unset_means="probe"),
      "unset_means: probe needs a choice 'unset'"),
     (param(name="btl", apply="mca", choices="[unset, tcp]", default="unset", unset_means="probe"),
