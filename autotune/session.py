@@ -17,10 +17,11 @@ from typing import Any
 import optuna
 
 from .benchmarks import REDUCTION_ELEMENT_BYTES, REDUCTIONS, Benchmark, make_benchmark
+from .checks import check_cores, check_host_count, check_site_settings
 from .controller import Controller
-from .events import Events
 from .daemon import Owner, StudyLock
 from .errors import AutotuneError, EnvironmentProblem, InputError
+from .events import Events
 from .launch import (LaunchSpec, NodePool, check_site_mca, make_launcher, make_pool, pick_launcher,
                      ranks_per_node, slurm_end_time)
 from .launch import check_launch_tool as _check_launch_tool
@@ -28,19 +29,18 @@ from .measure import MeasurementPlan, Measurer, check_ucx_live, classify_failure
 from .objective import load_weights, normalize_weights, uniform_weights
 from .probe import Capabilities, HostInfo, parse_node_probe, probe_capabilities, probe_host
 from .space import Removal, SearchSpace, TrialContext, load_space, resolve
+from .storage import (CONFIG_ATTR, FINGERPRINT_ATTR, RESOLUTION_ATTR, StoredSettings, StudyConfig,
+                      default_storage_url, enqueue_default, open_storage, recover_abandoned,
+                      stored_config)
 from .strategy import Strategy, make_strategy
-from .storage import CONFIG_ATTR, StoredSettings, enqueue_default, recover_abandoned, StudyConfig, default_storage_url, open_storage, stored_config
 from .units import format_size, parse_size_range
-from .checks import check_cores, check_host_count, check_site_settings
 from .warmstart import enqueue_warm_start, load_warm_start
 
 DEFAULT_SPACE = "openmpi-ucx+openmpi-tuned"
-FINGERPRINT_ATTR = "autotune.fingerprint"
 STUDY_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
 SLURM_END_MARGIN = 120.0  # stop launching this long before the job's end (Slurm sends SIGTERM)
 EXIT_JOB_TIME_UP = 75  # sysexits EX_TEMPFAIL: the job ended the run early; requeue to resume
 DEFAULT_SIZES = "8:1m"
-RESOLUTION_ATTR = "autotune.resolution"
 
 
 @dataclass(frozen=True)
@@ -197,15 +197,30 @@ def benchmark_of(options: StartOptions) -> Benchmark:
     return benchmark
 
 
-def preflight(options: StartOptions) -> tuple[str, str]:
+@dataclass(frozen=True)
+class Checked:
+    """A start request checked before anything is locked or launched (see preflight)."""
+
+    space: SearchSpace  # as loaded, not yet resolved against the nodes
+    sizes: SizesChoice
+    benchmark: Benchmark
+    caps: Capabilities  # of this machine; the nodes are probed later where they differ
+    launcher: str
+    why: str  # why that launcher
+    ppn: int
+    name: str
+    storage_url: str
+
+
+def preflight(options: StartOptions) -> Checked:
     """Everything `start` can check without the lock, the nodes or a running MPI: the space,
     the sizes and weights, the warm start, the storage, the launcher, its tool, its hosts and
     site settings, the ranks per node here, the benchmark. A background `start` runs it before
     detaching, so bad input is one line at once (whatever fails later, once the run holds the
-    study, is relayed as one line too). Returns (study name, storage URL)."""
+    study, is relayed as one line too); `prepare_session` starts from its result."""
     space = load_space(options.space)
     check_site_settings(options, space)
-    choose_sizes(options.collective, options.sizes, options.weights_file)
+    sizes = choose_sizes(options.collective, options.sizes, options.weights_file)
     if options.warm_start:
         load_warm_start(options.warm_start)
     name, storage_url = study_identity(options)
@@ -214,30 +229,22 @@ def preflight(options: StartOptions) -> tuple[str, str]:
     choice, why = pick_launcher(options)
     _check_launch_tool(options, caps, choice)
     check_site_mca(options)
-    if choice != "ray":
+    if choice != "ray":  # a Ray cluster counts its nodes on connecting
         check_host_count(options, make_launcher(options, caps, choice, why)[0].hosts())
+    ppn = ranks_per_node(options)
     if choice == "local":
-        check_cores(options, ranks_per_node(options), probe_host(caps))
-    benchmark_of(options)
-    return name, storage_url
+        check_cores(options, ppn, probe_host(caps))
+    return Checked(space=space, sizes=sizes, benchmark=benchmark_of(options), caps=caps,
+                   launcher=choice, why=why, ppn=ppn, name=name, storage_url=storage_url)
 
 
 def prepare_session(options: StartOptions) -> Session:
-    space = load_space(options.space)
-    chosen = choose_sizes(options.collective, options.sizes, options.weights_file)
-    benchmark = benchmark_of(options)
-    caps = probe_capabilities()
-    choice, why = pick_launcher(options)
-    _check_launch_tool(options, caps, choice)
-    # a fixed allocation's hosts (a Ray cluster counts its nodes on connecting)
-    if choice != "ray":  # a Ray cluster counts its nodes on connecting
-        check_host_count(options, make_launcher(options, caps, choice, why)[0].hosts())
-    check_site_settings(options, space)
-    ppn = ranks_per_node(options)
-    name, storage_url = study_identity(options)
+    checked = preflight(options)
+    space, chosen, benchmark, caps = checked.space, checked.sizes, checked.benchmark, checked.caps
+    choice, why, ppn, name = checked.launcher, checked.why, checked.ppn, checked.name
     if options.new_study:
         name = f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    lock = StudyLock.of(storage_url, name)
+    lock = StudyLock.of(checked.storage_url, name)
     lock.acquire(Owner(pid=os.getpid(), host=socket.gethostname(), started=time.time(), study=name,
                        log=str(lock.log)))
     pool = None

@@ -152,7 +152,8 @@ def _start_in_background(options) -> None:
     from ..daemon import StudyLock, detach
     from ..session import preflight
 
-    name, url = preflight(options)  # bad input: one line here, not a daemon that dies at once
+    checked = preflight(options)  # bad input: one line here, not a daemon that dies at once
+    name, url = checked.name, checked.storage_url
     argv = _invocation_argv()
     if options.new_study:  # fix the name here so this process can wait for the right study
         import datetime as dt
