@@ -113,7 +113,8 @@ class Controller:
                         break
                     summary.outcomes.append(self.run_trial())
                     self.pause_if_infrastructure_keeps_failing()
-            if not summary.stopped_because or summary.stopped_because.startswith("time budget"):
+            if not summary.stopped_because or summary.stopped_because.startswith(
+                    ("time budget", "done:")):
                 self.run_confirmation(deadline)  # it checks the deadline itself
         except (KeyboardInterrupt, StopSignal) as exc:
             summary.interrupted = True
@@ -126,8 +127,12 @@ class Controller:
         return summary
 
     def _out_of_time(self, deadline: float | None) -> bool:
+        """Whether to start no further trial: the deadline, or nothing left to propose."""
         if deadline is not None and time.time() + self.next_trial_estimate() > deadline:
             self.summary.stopped_because = "time budget: the next trial would not finish in time"
+            return True
+        if self.strategy.exhausted():
+            self.summary.stopped_because = "done: the strategy has proposed every configuration"
             return True
         return False
 

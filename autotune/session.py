@@ -79,6 +79,7 @@ class StartOptions:
     ray_address: str | None = None
     ray_resource: str = "mpi_node"
     ray_head_grace: float = 30.0  # seconds without the Ray head before the run stops
+    strategy: str = "tpe"  # tpe | random | grid (strategy.STRATEGIES)
     benchmark: str = "mpi4py"  # mpi4py | imb
     imb_dir: str | None = None  # where IMB-MPI1 is (else PATH)
     imb_mem_gb: float | None = None  # IMB -mem (GB per process)
@@ -319,7 +320,7 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
                            stages=options.stages, time_per_size=options.time_per_size,
                            timeout_floor=options.timeout_floor)
     store = open_storage(options.storage)
-    strategy = make_strategy("tpe", seed=options.seed, prune=options.prune,
+    strategy = make_strategy(options.strategy, seed=options.seed, prune=options.prune,
                              prune_after=options.prune_after, p_threshold=options.p_threshold)
     try:
         study = optuna.create_study(study_name=name, storage=store, direction="minimize",

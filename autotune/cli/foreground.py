@@ -34,7 +34,7 @@ def run_session(session, options, trials: int) -> None:
                       f"{EXIT_JOB_TIME_UP}, so a job script can requeue itself and resume the "
                       "study")
             sys.exit(EXIT_JOB_TIME_UP)
-    elif summary.stopped_because:
+    elif summary.stopped_because and not summary.stopped_because.startswith("done:"):
         sys.exit(1)
 
 
@@ -80,7 +80,9 @@ def _print_run_summary(study, summary) -> None:
     if summary.skipped_known_invalid:
         err.print(f"{summary.skipped_known_invalid} proposals repeated a configuration MPI had "
                   "refused; not launched again")
-    if summary.stopped_because and not summary.interrupted:
+    if summary.stopped_because.startswith("done:"):
+        err.print(escape(summary.stopped_because))
+    elif summary.stopped_because and not summary.interrupted:
         err.print(f"[red]stopped early[/]: {escape(summary.stopped_because)}")
     try:
         best = study.best_trial

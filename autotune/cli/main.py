@@ -1,5 +1,5 @@
 """The `autotune` command: the click group and the entry point. Parsing only; each command lives
-in the module of its group (start, results, spaces) and prints through `render`."""
+in the module of its group (start, results, spaces, grid) and prints through `render`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import click
 
 from .. import __version__
 from ..errors import AutotuneError
+from .grid import bench, grid
 from .results import best, export, history
 from .spaces import probe, spaces
 from .start import logs, start, status, stop
@@ -21,7 +22,7 @@ def cli() -> None:
     """Find the fastest MPI runtime configuration for a collective on the nodes you have."""
 
 
-for command in (start, status, stop, logs, history, best, export, probe, spaces):
+for command in (start, status, stop, logs, history, best, export, probe, spaces, grid, bench):
     cli.add_command(command)
 
 

@@ -10,6 +10,7 @@ import click
 from ..benchmarks import BENCHMARKS, COLLECTIVES
 from ..errors import AutotuneError, InputError
 from ..session import DEFAULT_SIZES, DEFAULT_SPACE
+from ..strategy import STRATEGIES
 from . import render
 from .models import BackgroundStart, Message, StatusReport
 from .options import (
@@ -42,6 +43,9 @@ from .options import (
                    f"[default: {DEFAULT_SIZES}, or the weights file's sizes]")
 @click.option("--weights", "weights_file", metavar="FILE",
               help="YAML/CSV mapping message size -> weight (e.g. from an application profile)")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default="tpe", show_default=True,
+              help="how configurations are proposed: tpe (Bayesian, with pruning), random, or "
+                   "grid (every configuration once, then the run ends)")
 @click.option("--benchmark", type=click.Choice(BENCHMARKS), default="mpi4py", show_default=True,
               help="what times the collective: the mpi4py kernel shipped with autotune, or "
                    "IMB-MPI1 (Intel MPI Benchmarks)")

@@ -82,8 +82,9 @@ def as_mapping(value: Any, where: str) -> dict[str, Any]:
 
 
 def as_list(value: Any, where: str) -> list[Any]:
-    if isinstance(value, list):
-        return value
+    """A JSON list; a tuple too, as an in-memory storage keeps what was set without JSON."""
+    if isinstance(value, (list, tuple)):
+        return list(value)
     raise garbled(where, "a list", value)
 
 

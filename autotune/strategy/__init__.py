@@ -1,14 +1,19 @@
 """Search strategies by name: how configurations are proposed, pruned and picked for
-confirmation. Today: tpe (the default). Random, grid and the staged sweep plug in here."""
+confirmation: tpe (the default), random, grid (exhaustive), staged (the manual method of
+seeds/000, as a yardstick)."""
 
 from __future__ import annotations
 
 from ._base import Strategy
+from ._grid import GridStrategy
+from ._random import RandomStrategy
+from ._staged import StagedStrategy
 from ._tpe import TpeStrategy
 
-STRATEGIES = ("tpe",)
+STRATEGIES = ("tpe", "random", "grid", "staged")
 
-__all__ = ["STRATEGIES", "Strategy", "TpeStrategy", "make_strategy"]
+__all__ = ["STRATEGIES", "GridStrategy", "RandomStrategy", "StagedStrategy", "Strategy",
+           "TpeStrategy", "make_strategy"]
 
 
 def make_strategy(name: str, *, seed: int | None = None, prune: bool = True,
@@ -17,4 +22,10 @@ def make_strategy(name: str, *, seed: int | None = None, prune: bool = True,
 
     if name == "tpe":
         return TpeStrategy(seed, prune=prune, prune_after=prune_after, p_threshold=p_threshold)
+    if name == "random":
+        return RandomStrategy(seed)
+    if name == "grid":
+        return GridStrategy(seed)
+    if name == "staged":
+        return StagedStrategy(seed)
     raise InputError(f"unknown strategy {name!r} (choose from {', '.join(STRATEGIES)})")

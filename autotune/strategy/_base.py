@@ -37,6 +37,10 @@ class Strategy(ABC):
         run over the space (a strategy that proposes otherwise, a staged sweep, overrides it)."""
         return space.suggest(trial, ctx)
 
+    def exhausted(self) -> bool:
+        """True when the strategy has nothing left to propose (a finished grid)."""
+        return False
+
     def pruner(self) -> optuna.pruners.BasePruner:
         """Stops losing trials; by default never."""
         return optuna.pruners.NopPruner()

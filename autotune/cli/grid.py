@@ -1,0 +1,150 @@
+"""`autotune grid record` (measure a small space exhaustively into a grid file) and `autotune
+bench strategies` (replay strategies on a grid and print their regret and cost)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..benchmarks import BENCHMARKS, COLLECTIVES
+from ..errors import InputError
+from . import render
+from .options import name_value, positive_float, sizes_option
+
+
+@click.group()
+def grid() -> None:
+    """Recorded grids: every configuration of a small space measured in passes."""
+
+
+@grid.command("record")
+@click.option("--collective", type=click.Choice(COLLECTIVES), required=True)
+@click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--ppn", type=click.IntRange(min=1), default=None,
+              help="ranks per node  [default: usable cores of this node]")
+@click.option("--space", default="openmpi-ucx+openmpi-tuned", show_default=True,
+              metavar="NAME|FILE", help="a small, finite space (a few values per knob)")
+@click.option("--sizes", callback=sizes_option, metavar="MIN:MAX|LIST")
+@click.option("--passes", type=click.IntRange(min=1), default=3, show_default=True,
+              help="passes over every configuration, each in a fresh random order")
+@click.option("--benchmark", type=click.Choice(BENCHMARKS), default="mpi4py", show_default=True)
+@click.option("--imb-dir", metavar="DIR", default=None)
+@click.option("--time-per-size", type=float, default=0.02, show_default=True,
+              callback=positive_float)
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="the order of each pass (the same seed resumes in the same order)")
+@click.option("--launcher", type=click.Choice(["auto", "local", "hostfile", "slurm", "ray"]),
+              default="auto", show_default=True)
+@click.option("--hostfile", type=click.Path(dir_okay=False), default=None)
+@click.option("--launcher-mca", multiple=True, metavar="NAME=VALUE")
+@click.option("--oversubscribe", is_flag=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
+              help="grid file, .csv or .parquet; an existing one is resumed")
+def grid_record(passes: int, seed: int, output: str, launcher_mca: tuple[str, ...],
+                **fields) -> None:
+    """Measure every configuration of the space in passes into a grid file (resumable)."""
+    from ..recording import record_with
+    from ..session import StartOptions
+
+    options = StartOptions(**fields, launcher_mca=tuple(name_value(i) for i in launcher_mca),
+                           check_live=False, confirm_top=0)
+
+    def said(index: int, total: int, config, outcome: str) -> None:
+        label = " ".join(f"{k}={v}" for k, v in config.key) or "the untuned default"
+        render.err.print(f"[{index}/{total}] {label}: {outcome}", markup=False)
+
+    progress, configs = record_with(options, passes, Path(output), seed, said)
+    render.err.print(f"{output}: {configs} configurations x {passes} passes; {progress.done} "
+                     f"launches recorded now, {progress.resumed} found from before, "
+                     f"{len(progress.failed)} failed", markup=False)
+    for line in progress.failed[:20]:
+        render.err.print(f"  failed: {line}", markup=False)
+
+
+@click.group()
+def bench() -> None:
+    """Benchmarks of autotune itself."""
+
+
+def _names(_ctx, _param, value: str) -> list[str]:
+    from ..strategy import STRATEGIES
+
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [n for n in names if n not in STRATEGIES]
+    if unknown or not names:
+        raise click.BadParameter(f"choose from {', '.join(STRATEGIES)}")
+    return names
+
+
+def _budgets(_ctx, _param, value: str) -> list[int]:
+    try:
+        budgets = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter("a list of trial counts such as 10,20,40") from None
+    if not budgets or min(budgets) < 1:
+        raise click.BadParameter("a list of positive trial counts such as 10,20,40")
+    return budgets
+
+
+@bench.command("strategies")
+@click.option("--grid", "grid_path", type=click.Path(dir_okay=False, exists=True), required=True)
+@click.option("--strategy", "strategies", default="tpe,random,grid", show_default=True,
+              callback=_names)
+@click.option("--budget", "budgets", default="10,20,40,80", show_default=True,
+              callback=_budgets, help="trials per run")
+@click.option("--seeds", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+@click.option("--plot", type=click.Path(dir_okay=False), default=None,
+              help="PNG: median regret vs size-launches, one line per strategy")
+def bench_strategies(grid_path: str, strategies: list[str], budgets: list[int], seeds: int,
+                     fmt: str, plot: str | None) -> None:
+    """Replay strategies on a recorded grid: regret of the reported configuration and cost."""
+    from ..replay import compare
+    from ..storage._grid import read_grid
+
+    grid_data = read_grid(grid_path)
+    figures, _ = compare(grid_data, strategies, budgets, seeds)
+    if plot:
+        _plot(figures, Path(plot), Path(grid_path).name)
+    if fmt == "json":
+        click.echo(json.dumps([f.to_dict() for f in figures], indent=2))
+        return
+    render.print_table(render.Table(
+        columns=("strategy", "budget", "regret pp median", "regret pp p90", "launches",
+                 "size-launches", "default reported"),
+        rows=tuple((f.strategy, str(f.budget), f"{f.regret_pp_median:.1f}",
+                    f"{f.regret_pp_p90:.1f}", f"{f.launches_median:.0f}",
+                    f"{f.size_launches_median:.0f}", f"{f.default_reported_share:.0%}")
+                   for f in figures),
+        title=f"{grid_path}: {len(grid_data.t_us)} configurations, {seeds} seeds"))
+
+
+def _plot(figures, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for strategy in dict.fromkeys(f.strategy for f in figures):
+        mine = sorted((f for f in figures if f.strategy == strategy),
+                      key=lambda f: f.size_launches_median)
+        ax.plot([f.size_launches_median for f in mine], [f.regret_pp_median for f in mine],
+                marker="o", label=strategy)
+        for f in mine:
+            ax.annotate(str(f.budget), (f.size_launches_median, f.regret_pp_median),
+                        textcoords="offset points", xytext=(3, 3), fontsize=7)
+    ax.set_xlabel("size-launches (median over seeds)")
+    ax.set_ylabel("regret of the reported configuration (pp, median)")
+    ax.set_title(f"strategies replayed on {title} (labels: trials)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    try:
+        fig.savefig(path, dpi=120, bbox_inches="tight")
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)

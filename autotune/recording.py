@@ -1,0 +1,200 @@
+"""`autotune grid record`: measure every configuration of a small, finite space, in passes, each
+pass in a fresh random order with the untuned default in it, into a grid file (storage._grid).
+
+A pass is the unit of time-correlated noise: the machine moves between latency levels over
+minutes, so a replay pairs a candidate with the default of the same pass. Rows are appended and
+flushed launch by launch; a killed recording resumes where it stopped (same order, nothing lost,
+nothing measured twice).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+from .measure import LaunchFailed, MeasurementPlan, Measurer, PlannedLaunch
+from .space import SearchSpace, TrialContext
+from .space._model import is_choice
+from .storage._grid import Config, config_key, grid_rows, read_grid
+
+MAX_CONFIGS = 5000
+
+
+@dataclass(frozen=True)
+class GridConfig:
+    params: dict[str, Any]  # as the space's sampler would give them
+    key: Config  # the knobs set (values equal to the default are not set)
+
+
+def grid_configs(space: SearchSpace, ctx: TrialContext,
+                 context_values: dict[str, Any]) -> tuple[tuple[str, ...], list[GridConfig]]:
+    """(knob columns, every distinct configuration), walking the conditional space as the
+    sampler does; configurations that set the same knobs to the same values are one."""
+    params_here = space.for_context(ctx)
+    knobs = tuple(p.name for p in params_here if p.apply != "context")
+    for p in params_here:
+        if p.type == "int":
+            raise InputError(f"grid record needs knobs with choices; {p.name} is an integer range")
+    seen: dict[Config, GridConfig] = {}
+    for params in _walk(params_here, 0, {}, context_values):
+        key = config_key({p.name: ("" if is_choice(params[p.name], (p.default,)) else
+                                   params[p.name]) for p in params_here
+                          if p.name in params and p.apply != "context"})
+        seen.setdefault(key, GridConfig(params=params, key=key))
+        if len(seen) > MAX_CONFIGS:
+            raise InputError(f"the space has more than {MAX_CONFIGS} configurations: restrict it "
+                             "(a space file with a few values per knob)")
+    return knobs, sorted(seen.values(), key=lambda c: c.key)
+
+
+def _walk(params, index: int, chosen: dict[str, Any],
+          context_values: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    if index == len(params):
+        yield dict(chosen)
+        return
+    p = params[index]
+    if not p.active(chosen):
+        yield from _walk(params, index + 1, chosen, context_values)
+        return
+    values = ((context_values.get(p.name, p.default),) if p.apply == "context" else p.choices)
+    for value in values:
+        chosen[p.name] = value
+        yield from _walk(params, index + 1, chosen, context_values)
+        del chosen[p.name]
+
+
+@dataclass
+class RecordProgress:
+    done: int = 0  # launches recorded in this run
+    resumed: int = 0  # (configuration, pass) found in the file already
+    failed: list[str] = field(default_factory=list)
+
+
+def record(output: Path, space: SearchSpace, ctx: TrialContext, context_values: dict[str, Any],
+           plan: MeasurementPlan, measurer: Measurer, passes: int, seed: int,
+           on_launch: Callable[[int, int, GridConfig, str], None] | None = None) -> RecordProgress:
+    """Record `passes` passes into `output` (CSV rows appended; .parquet written at the end from
+    a .partial.csv beside it). `measurer` is bound to the node group to use."""
+    import pandas as pd
+
+    knobs, configs = grid_configs(space, ctx, context_values)
+    csv_path = output if output.suffix == ".csv" else output.with_suffix(".partial.csv")
+    if output.suffix not in (".csv", ".parquet"):
+        raise InputError(f"-o {output}: a grid is a .csv or .parquet file")
+    with open(output.with_name(output.name + ".lock"), "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(f"{output} is being recorded by another process") from None
+        done = _recorded(csv_path if csv_path.exists() else None, knobs, plan.sizes)
+        progress = RecordProgress(resumed=len(done))
+        total = passes * len(configs)
+        launch = PlannedLaunch(index=0, block=0, rep=0, sizes=plan.sizes)
+        write_header = not csv_path.exists() or csv_path.stat().st_size == 0
+        with open(csv_path, "a", newline="") as handle:
+            for pass_ in range(passes):
+                order = list(configs)
+                rng = random.Random(seed * 1000 + pass_)  # the same order when resumed
+                rng.shuffle(order)
+                for config in order:
+                    if (config.key, pass_) in done:
+                        continue
+                    settings = space.settings(config.params, ctx)
+                    try:
+                        result = measurer.run_launch(settings, launch, rng.randrange(2**31),
+                                                     params=config.params, is_default=not config.key)
+                    except LaunchFailed as exc:
+                        progress.failed.append(f"pass {pass_}: {_label(config.key)}: {exc}")
+                        if on_launch:
+                            on_launch(len(done) + progress.done, total, config, f"failed: {exc}")
+                        continue
+                    rows = grid_rows(config.key, knobs, pass_, result.started, result.t_max_us)
+                    pd.DataFrame(rows).to_csv(handle, header=write_header, index=False)
+                    write_header = False
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                    progress.done += 1
+                    if on_launch:
+                        on_launch(len(done) + progress.done, total, config, "ok")
+        if output.suffix == ".parquet":
+            pd.read_csv(csv_path, dtype=str, keep_default_na=False).to_parquet(output, index=False)
+            csv_path.unlink()
+    return progress
+
+
+def _recorded(path: Path | None, knobs: tuple[str, ...],
+              sizes: tuple[int, ...]) -> set[tuple[Config, int]]:
+    """(configuration, pass) already complete in the file; its columns must be this space's
+    knobs. What a kill cut short (a torn last line, a launch with only some of its sizes) is
+    removed from the file, so it is measured again and never counted twice."""
+    import pandas as pd
+
+    if path is None:
+        return set()
+    text = path.read_text()
+    if text and not text.endswith("\n"):
+        text = text[:text.rfind("\n") + 1]  # a torn last line: the launch is redone
+        path.write_text(text)
+    if not text.strip():
+        return set()
+    grid = read_grid(path)
+    if set(grid.knobs) != set(knobs):
+        raise InputError(f"{path} holds knobs {', '.join(grid.knobs)}, not this space's "
+                         f"({', '.join(knobs)}): record into another file")
+    complete = {(config, pass_) for config, passes in grid.t_us.items()
+                for pass_, measured in passes.items() if set(measured) == set(sizes)}
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    keep = [(config_key({k: row[k] for k in grid.knobs}), int(row["pass"])) in complete
+            for _, row in frame.iterrows()]
+    if not all(keep):
+        frame[keep].to_csv(path, index=False)
+    return complete
+
+
+def _label(key: Config) -> str:
+    return " ".join(f"{k}={v}" for k, v in key) or "the untuned default"
+
+
+
+def record_with(options: Any, passes: int, output: Path, seed: int,
+                on_launch: Callable[[int, int, GridConfig, str], None] | None = None
+                ) -> tuple[RecordProgress, int]:
+    """`grid record` from start-like options: the same checks, launcher, node probe and space
+    resolution as `autotune start`; returns the progress and the number of configurations."""
+    from .launch import make_pool
+    from .probe import probe_host
+    from .checks import check_cores
+    from .session import preflight, probe_nodes
+    from .space import resolve
+
+    checked = preflight(options)
+    pool, _ = make_pool(options, checked.caps, checked.launcher, checked.why)
+    try:
+        if checked.launcher == "local":
+            caps, host = checked.caps, probe_host(checked.caps)
+        else:
+            caps, host = probe_nodes(pool)
+        check_cores(options, checked.ppn, host)
+        ctx = TrialContext(options.collective, options.nodes)
+        resolved = resolve(checked.space, caps, ctx)
+        plan = MeasurementPlan(collective=options.collective, nodes=options.nodes,
+                               ppn=checked.ppn, sizes=checked.sizes.sizes, repetitions=1,
+                               stages=1, time_per_size=options.time_per_size,
+                               timeout_floor=options.timeout_floor)
+        measurer = Measurer(plan, None, checked.benchmark, oversubscribe=options.oversubscribe)
+        _, configs = grid_configs(resolved.space, ctx, resolved.context_values)
+        group = pool.acquire()
+        try:
+            progress = record(output, resolved.space, ctx, resolved.context_values, plan,
+                              measurer.on(group), passes, seed, on_launch)
+        finally:
+            pool.release(group)
+        return progress, len(configs)
+    finally:
+        pool.close()

@@ -1,0 +1,60 @@
+"""`autotune grid record` on this machine: a real grid, killed and resumed, with nothing lost or
+measured twice; then replayed."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from autotune.storage._grid import read_grid
+
+ROOT = Path(__file__).resolve().parent.parent
+SPACE = ROOT / "tests" / "data" / "space-grid.yaml"
+
+pytestmark = pytest.mark.mpi
+
+
+def test_record_is_killed_and_resumed_without_losing_or_duplicating_rows(autotune_cli, tmp_path):
+    import shutil
+    import sys
+
+    out = tmp_path / "grid.csv"
+    args = ["grid", "record", "--collective", "allreduce", "--ppn", "2", "--space", str(SPACE),
+            "--sizes", "8:1k", "--passes", "2", "--time-per-size", "0.003", "--seed", "3",
+            "-o", str(out)]
+    exe = shutil.which("autotune", path=str(Path(sys.executable).parent))
+    env = dict(os.environ, AUTOTUNE_HOME=str(tmp_path / "home"))
+    first = subprocess.Popen([exe, *args], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # kill it once a few launches are in the file
+        if out.exists() and len(out.read_text().splitlines()) > 1 + 3 * 8:
+            break
+        time.sleep(0.05)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(timeout=30)
+    before = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert 0 < len(before) < 12 * 8
+
+    proc = autotune_cli(*args, check=True, timeout=300)
+    assert "found from before" in proc.stderr
+    rows = pd.read_csv(out, dtype=str, keep_default_na=False)
+    keys = list(zip(rows["coll_tuned_allreduce_algorithm"], rows["pass"], rows["size"]))
+    assert len(keys) == len(set(keys)) == 6 * 2 * 8  # every (config, pass, size) exactly once
+    complete = before.groupby(["coll_tuned_allreduce_algorithm", "pass"]).filter(
+        lambda g: len(g) == 8)
+    kept = set(zip(rows["coll_tuned_allreduce_algorithm"], rows["pass"], rows["size"], rows["t_us"]))
+    assert set(zip(complete["coll_tuned_allreduce_algorithm"], complete["pass"],
+                   complete["size"], complete["t_us"])) <= kept  # nothing recorded was lost
+    assert set(rows["coll_tuned_allreduce_algorithm"]) == {"", "1", "2", "3", "4", "5"}
+
+    grid = read_grid(out)
+    assert grid.passes == (0, 1) and len(grid.t_us) == 6 and () in grid.t_us
+    bench = autotune_cli("bench", "strategies", "--grid", str(out), "--strategy", "grid",
+                         "--budget", "10", "--seeds", "2", check=True)
+    assert bench.stdout.splitlines()[1].startswith("grid\t10\t")

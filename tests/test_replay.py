@@ -1,0 +1,136 @@
+"""Replaying strategies on a grid: the grid file format, the replay executor (a candidate paired
+with the default of the same pass), and the figures of `bench strategies` by their definitions."""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+
+import pytest
+
+from autotune.errors import InputError
+from autotune.launch._replay import ReplayExecutor, space_from_grid
+from autotune.launch import Command, LaunchSpec
+from autotune.replay import compare, replay_once, true_speedups
+from autotune.storage._grid import config_key, read_grid
+from tests.grids import KNOBS, OPTIMUM, SIZES, synthetic_rows, write_synthetic
+
+
+@pytest.fixture
+def grid(tmp_path):
+    path = tmp_path / "synthetic.csv"
+    write_synthetic(path)
+    return read_grid(path)
+
+
+def test_grid_file_round_trip_csv_and_parquet(tmp_path):
+    rows = synthetic_rows(passes=2)
+    for suffix in (".csv", ".parquet"):
+        path = tmp_path / f"g{suffix}"
+        write_synthetic(path, passes=2)
+        grid = read_grid(path)
+        assert grid.knobs == KNOBS and grid.passes == (0, 1) and grid.sizes == SIZES
+        assert len(grid.t_us) == 16 and () in grid.t_us  # the untuned default: every cell empty
+        first = rows[0]
+        key = config_key({k: first[k] for k in KNOBS})
+        assert grid.t_us[key][first["pass"]][first["size"]] == pytest.approx(first["t_us"])
+
+
+@pytest.mark.parametrize("text, message", [
+    ("pass,size,t_us,pml\n0,8,1.0,\n", r"missing column\(s\) start"),
+    ("pass,start,size,t_us,pml\n0,1,8,fast,\n", "row 2: pass, size, t_us and start must be"),
+    ("pass,start,size,t_us,pml\n0,1,8,-1,\n", "row 2: size and t_us must be positive"),
+    ("pass,start,size,t_us,pml\n", "has no rows"),
+])
+def test_bad_grid_files_are_one_line_errors(tmp_path, text, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(InputError, match=message):
+        read_grid(path)
+
+
+def test_truth_is_the_median_over_passes_of_the_paired_log_ratio(grid):
+    truth = true_speedups(grid)
+    assert truth[()] == 1.0
+    assert max(truth, key=truth.get) == OPTIMUM
+    # by the definition, for one configuration, by hand
+    config = (("coll_tuned_allreduce_algorithm", "1"),)
+    per_pass = [sum(math.log(grid.t_us[config][p][s] / grid.t_us[()][p][s]) for s in SIZES)
+                / len(SIZES) for p in grid.passes]
+    assert truth[config] == pytest.approx(math.exp(-sorted(per_pass)[1]))
+
+
+def test_replay_space_asks_ucx_knobs_only_under_pml_ucx(grid):
+    space = space_from_grid(grid)
+    tls = next(p for p in space.parameters if p.name == "UCX_TLS")
+    assert tls.when == (("pml", ("ucx",)),)
+    assert tls.choices == ("unset", "self,sm", "self,tcp") and tls.default == "unset"
+
+
+def test_a_candidate_is_served_from_the_pass_of_its_default(grid):
+    executor = ReplayExecutor(grid, seed=1)
+
+    def launch(params, is_default):
+        spec = LaunchSpec(nodes=1, ppn=2, program=("kernel",), params=tuple(params.items()),
+                          is_default=is_default, sizes=(8, 64))
+        return executor(Command(argv=("replay",), spec=spec), 10.0)
+
+    for _ in range(10):
+        launch({}, True)
+        chosen = executor.current
+        out = launch(dict(OPTIMUM), False)
+        times = [json.loads(line[9:]) for line in out.stdout.splitlines() if '"size"' in line]
+        assert [t["t_max_us"] for t in times] == [grid.t_us[OPTIMUM][chosen][s] for s in (8, 64)]
+    missing = launch({"pml": "ob1"}, False)  # not in the grid: refused, and costs nothing
+    assert missing.returncode == 1 and "MPI_Init" in missing.stderr
+    assert executor.cost.launches == 20 and executor.cost.size_launches == 40
+    assert executor.cost.default_launches == 10
+
+
+def test_grid_strategy_finds_the_synthetic_optimum_with_zero_regret(grid):
+    run = replay_once(grid, "grid", budget=30, seed=0)
+    assert run.reported == OPTIMUM and run.regret_pp == 0.0 and not run.default_reported
+
+
+def test_figures_follow_their_definitions(grid):
+    figures, runs = compare(grid, ["random"], [3, 20], seeds=4)
+    truth = true_speedups(grid)
+    oracle = max(truth.values())
+    for figure in figures:
+        batch = [r for r in runs if r.budget == figure.budget]
+        regrets = sorted((oracle - truth[r.reported]) * 100 for r in batch)
+        assert [r.regret_pp for r in sorted(batch, key=lambda r: r.regret_pp)] == \
+            pytest.approx(regrets)
+        assert figure.regret_pp_median == pytest.approx((regrets[1] + regrets[2]) / 2)
+        assert figure.default_reported_share == sum(r.reported == () for r in batch) / 4
+        assert figure.launches_median == statistics.median(r.launches for r in batch)
+        assert figure.size_launches_median == statistics.median(r.size_launches for r in batch)
+    assert figures[0].size_launches_median < figures[1].size_launches_median
+
+
+def test_bench_strategies_cli_prints_table_json_and_plot(autotune_cli, tmp_path):
+    path = tmp_path / "g.csv"
+    write_synthetic(path)
+    plot = tmp_path / "regret.png"
+    proc = autotune_cli("bench", "strategies", "--grid", str(path), "--strategy", "grid,random",
+                        "--budget", "5,20", "--seeds", "2", "--format", "json", "--plot",
+                        str(plot), check=True)
+    rows = json.loads(proc.stdout)
+    assert {(r["strategy"], r["budget"]) for r in rows} == {("grid", 5), ("grid", 20),
+                                                            ("random", 5), ("random", 20)}
+    assert set(rows[0]) == {"strategy", "budget", "regret_pp_median", "regret_pp_p90",
+                            "launches_median", "size_launches_median", "default_reported_share"}
+    assert next(r for r in rows if r["strategy"] == "grid" and r["budget"] == 20)[
+        "regret_pp_median"] == 0.0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = autotune_cli("bench", "strategies", "--grid", str(path), "--strategy", "grid",
+                         "--budget", "20", "--seeds", "1", check=True).stdout.splitlines()
+    assert table[0].split("\t")[:2] == ["strategy", "budget"] and table[1].startswith("grid\t20\t")
+
+
+def test_staged_sweep_fixes_each_step_then_sweeps_the_next(grid):
+    run = replay_once(grid, "staged", budget=40, seed=0)
+    # step 1 (pml x UCX_TLS) picks ucx over shared memory, step 3 then finds algorithm 3
+    assert run.reported == OPTIMUM and run.regret_pp == 0.0
+    grid_run = replay_once(grid, "grid", budget=40, seed=0)
+    assert run.size_launches < grid_run.size_launches  # fewer points than every configuration
