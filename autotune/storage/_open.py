@@ -4,6 +4,7 @@ studies in them. Every failure to open is one readable StorageError; a missing s
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import warnings
@@ -50,7 +51,12 @@ def open_storage(url: str | None) -> optuna.storages.BaseStorage:
             elif not path.parent.is_dir():
                 raise StorageError(f"cannot open storage {redact(url)}: directory {path.parent} "
                                    "does not exist")
-            return optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
+            # two processes creating a new database at once race on its tables ("table
+            # study_directions already exists"): one creates it while the other waits
+            with open(path.with_name(path.name + ".init-lock"), "a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                return optuna.storages.RDBStorage(
+                    url, engine_kwargs={"connect_args": {"timeout": 60}})
         return optuna.storages.RDBStorage(url)
     except StorageError:
         raise
