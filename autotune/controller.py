@@ -26,7 +26,7 @@ from optuna.trial import TrialState
 from . import objective
 from .baseline import BaselineFailed, InterleavedDefault, Placement
 from .errors import (AutotuneError, ClusterLost, EnvironmentProblem, InputError, LaunchFailure,
-                     NoNodes)
+                     NoNodes, NothingNew)
 from .errors import StopRequested as StopSignal
 from .events import Events, NullEvents, RunSummary, SerializedEvents, TrialOutcome
 from .measure import (LaunchFailed, LaunchRecord, Measurer, PlannedLaunch, TrialMeasurement,
@@ -41,6 +41,10 @@ from .strategy import Strategy
 
 if TYPE_CHECKING:  # the controller is handed a pool; it never builds one
     from .launch import NodePool
+
+QUEUED_ATTRS = (TrialKey.IS_DEFAULT, TrialKey.WARM_START, TrialKey.REQUEUED_FROM)  # enqueued
+MAX_ASKS = 100  # proposals in a row that repeat what was measured: the sampler has nothing new
+
 
 class Controller:
     """The study loop. Handed everything it uses: the study (built with the strategy's sampler
@@ -90,6 +94,8 @@ class Controller:
         self.infra_pause_seconds = infra_pause_seconds
         self.infra_in_a_row = 0
         self.known_invalid = known_invalid_params(study)
+        self.measured = {params_key(t.params): t.number for t in study.get_trials(
+            deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))}
 
     # ------------------------------------------------------------------ setup
 
@@ -111,7 +117,11 @@ class Controller:
                 for _ in range(n_trials):
                     if self._out_of_time(deadline):
                         break
-                    summary.outcomes.append(self.run_trial())
+                    try:
+                        summary.outcomes.append(self.run_trial())
+                    except NothingNew as exc:
+                        summary.stopped_because = str(exc)
+                        break
                     self.pause_if_infrastructure_keeps_failing()
             if not summary.stopped_because or summary.stopped_because.startswith(
                     ("time budget", "done:")):
@@ -124,6 +134,7 @@ class Controller:
                                        "queued again: run `autotune start` once the cluster is back")
         except (BaselineFailed, NoNodes) as exc:
             summary.stopped_because = str(exc)
+
         return summary
 
     def _out_of_time(self, deadline: float | None) -> bool:
@@ -253,32 +264,63 @@ class Controller:
     def _run_trial_on(self, placed: Placement) -> TrialOutcome:
         t_start = time.perf_counter()
         asked_at = time.time()
-        for _ in range(100):
+        for _ in range(MAX_ASKS):
             with self._ask_lock:  # two threads must never pop the same queued trial
                 trial = self.study.ask()
             try:
                 with self._ask_lock:  # the sampler's state is not thread-safe
                     params = self._suggest(trial)
                 key = params_key(params)
-                if key not in self.known_invalid:
+                queued = any(k in trial.user_attrs for k in QUEUED_ATTRS)
+                if key in self.known_invalid:
+                    # an invalid configuration fails the same way every time: never again
+                    self._skip(trial, "config", f"same parameters as invalid trial "
+                               f"{self.known_invalid[key]}; not launched again")
+                    self.summary.skipped_known_invalid += 1
+                elif key in self.measured and not queued:
+                    # TPE re-proposed measured points (40 trials visited 19-25 distinct ones on a
+                    # replayed grid), and asked again it proposes them again: a measured point
+                    # is not measured from scratch; an unmeasured one, drawn at random, is next
+                    self._skip(trial, "duplicate", f"same parameters as trial "
+                               f"{self.measured[key]}, already measured; not launched again")
+                    self.summary.skipped_duplicates += 1
+                    fresh = self._unmeasured()
+                    if fresh is None:
+                        raise NothingNew("done: every configuration the space allows is measured")
+                    self.study.enqueue_trial(fresh, user_attrs={TrialKey.EXPLORED: True})
+                else:
+                    with self._lock:
+                        self.measured[key] = trial.number
                     break
-                # an invalid configuration fails the same way every time: never launch it again
-                for name, value in failure_attrs(
-                        "config", f"same parameters as invalid trial {self.known_invalid[key]}; "
-                        "not launched again").items():
-                    trial.set_user_attr(name, value)
-                trial.set_user_attr(TrialKey.SKIPPED, True)
-                self.study.tell(trial, state=TrialState.FAIL)
-                self.summary.skipped_known_invalid += 1
             except BaseException:
                 self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
                 raise
+        else:
+            raise NothingNew(f"done: the last {MAX_ASKS} proposals were all configurations "
+                             "already measured or refused")
         try:
             return self._run_asked(trial, params, t_start, placed, asked_at)
         except BaseException:
             # whatever went wrong (a stop signal in the sampler, a storage error), never leave it RUNNING
             self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
             raise
+
+    def _unmeasured(self, tries: int = 200) -> dict[str, Any] | None:
+        """A configuration of the space neither measured nor refused, drawn at random."""
+        for _ in range(tries):
+            params = self.space.suggest(_RandomChoice(self.rng), self.ctx)
+            params.update({k: v for k, v in self.context_values.items() if k in params})
+            key = params_key(params)
+            if key not in self.measured and key not in self.known_invalid:
+                return params
+        return None
+
+    def _skip(self, trial: optuna.Trial, reason: str, detail: str) -> None:
+        """Fail a proposal without launching anything (it costs no benchmark time)."""
+        for name, value in failure_attrs(reason, detail).items():
+            trial.set_user_attr(name, value)
+        trial.set_user_attr(TrialKey.SKIPPED, True)
+        self.study.tell(trial, state=TrialState.FAIL)
 
     def _suggest(self, trial: optuna.Trial) -> dict[str, Any]:
         try:
@@ -353,6 +395,9 @@ class Controller:
         """What a failure class means for what happens next."""
         if failure.reason == "config":
             self.known_invalid[params_key(params)] = trial.number
+        with self._lock:  # not measured after all: it may be proposed again
+            if self.measured.get(params_key(params)) == trial.number:
+                del self.measured[params_key(params)]
         with self._lock:  # worker threads share the count
             self.infra_in_a_row = self.infra_in_a_row + 1 if failure.reason == "infrastructure" else 0
         if failure.reason == "interrupted":
@@ -448,3 +493,16 @@ class Controller:
         return TrialOutcome(number=best.number, state="COMPLETE", params=best.params,
                             is_default=TrialRecord.from_trial(best).is_default, value=best.value,
                             speedup=math.exp(-best.value) if best.value is not None else None)
+
+
+class _RandomChoice:
+    """Stands in for an Optuna trial to draw one configuration of the space at random."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+
+    def suggest_categorical(self, name: str, choices: list[Any]) -> Any:
+        return self.rng.choice(choices)
+
+    def suggest_int(self, name: str, low: int, high: int, step: int = 1, log: bool = False) -> int:
+        return self.rng.randrange(low, high + 1, step)

@@ -48,6 +48,10 @@ class ClusterLost(AutotuneError):
     the trial that was running is queued again for the next start."""
 
 
+class NothingNew(AutotuneError):
+    """The sampler keeps proposing configurations already measured or refused: the run is done."""
+
+
 class NoNodes(AutotuneError):
     """No node group could be reserved in time (nodes lost or held by others)."""
 

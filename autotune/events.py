@@ -36,6 +36,7 @@ class RunSummary:
     interrupted: bool = False
     stopped_because: str = ""  # why the run ended before its trials were done
     skipped_known_invalid: int = 0
+    skipped_duplicates: int = 0  # proposals of an already-measured configuration
     confirmation: Any = None  # confirm.Confirmation when the search ended normally
 
 

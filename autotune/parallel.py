@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from .errors import NoNodes
+from .errors import NoNodes, NothingNew
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -34,6 +34,9 @@ def run_parallel(controller: Controller, n_trials: int, deadline: float | None) 
             while claim():
                 controller.summary.outcomes.append(controller.run_trial())
                 controller.pause_if_infrastructure_keeps_failing()
+        except NothingNew as exc:  # the sampler has nothing new: let running trials finish
+            controller.summary.stopped_because = str(exc)
+            controller.stopping.set()
         except NoNodes as exc:  # this worker's share of the cluster is gone; others go on
             no_nodes.append(str(exc))
             with controller._lock:

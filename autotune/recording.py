@@ -81,50 +81,62 @@ def record(output: Path, space: SearchSpace, ctx: TrialContext, context_values: 
            on_launch: Callable[[int, int, GridConfig, str], None] | None = None) -> RecordProgress:
     """Record `passes` passes into `output` (CSV rows appended; .parquet written at the end from
     a .partial.csv beside it). `measurer` is bound to the node group to use."""
-    import pandas as pd
 
     knobs, configs = grid_configs(space, ctx, context_values)
     csv_path = output if output.suffix == ".csv" else output.with_suffix(".partial.csv")
     if output.suffix not in (".csv", ".parquet"):
         raise InputError(f"-o {output}: a grid is a .csv or .parquet file")
-    with open(output.with_name(output.name + ".lock"), "w") as lock:
+    lock_path = output.with_name(output.name + ".lock")
+    with open(lock_path, "w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise InputError(f"{output} is being recorded by another process") from None
-        done = _recorded(csv_path if csv_path.exists() else None, knobs, plan.sizes)
-        progress = RecordProgress(resumed=len(done))
-        total = passes * len(configs)
-        launch = PlannedLaunch(index=0, block=0, rep=0, sizes=plan.sizes)
-        write_header = not csv_path.exists() or csv_path.stat().st_size == 0
-        with open(csv_path, "a", newline="") as handle:
-            for pass_ in range(passes):
-                order = list(configs)
-                rng = random.Random(seed * 1000 + pass_)  # the same order when resumed
-                rng.shuffle(order)
-                for config in order:
-                    if (config.key, pass_) in done:
-                        continue
-                    settings = space.settings(config.params, ctx)
-                    try:
-                        result = measurer.run_launch(settings, launch, rng.randrange(2**31),
-                                                     params=config.params, is_default=not config.key)
-                    except LaunchFailed as exc:
-                        progress.failed.append(f"pass {pass_}: {_label(config.key)}: {exc}")
-                        if on_launch:
-                            on_launch(len(done) + progress.done, total, config, f"failed: {exc}")
-                        continue
-                    rows = grid_rows(config.key, knobs, pass_, result.started, result.t_max_us)
-                    pd.DataFrame(rows).to_csv(handle, header=write_header, index=False)
-                    write_header = False
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                    progress.done += 1
+        try:
+            return _record_locked(output, csv_path, knobs, configs, space, ctx, plan, measurer,
+                                  passes, seed, on_launch)
+        finally:
+            lock_path.unlink(missing_ok=True)
+
+
+def _record_locked(output, csv_path, knobs, configs, space, ctx, plan, measurer, passes, seed,
+                   on_launch) -> RecordProgress:  # noqa: ANN001 - record()'s own arguments
+    """The recording itself, under the file's lock: resume, then pass after pass."""
+    import pandas as pd
+
+    done = _recorded(csv_path if csv_path.exists() else None, knobs, plan.sizes)
+    progress = RecordProgress(resumed=len(done))
+    total = passes * len(configs)
+    launch = PlannedLaunch(index=0, block=0, rep=0, sizes=plan.sizes)
+    write_header = not csv_path.exists() or csv_path.stat().st_size == 0
+    with open(csv_path, "a", newline="") as handle:
+        for pass_ in range(passes):
+            order = list(configs)
+            rng = random.Random(seed * 1000 + pass_)  # the same order when resumed
+            rng.shuffle(order)
+            for config in order:
+                if (config.key, pass_) in done:
+                    continue
+                settings = space.settings(config.params, ctx)
+                try:
+                    result = measurer.run_launch(settings, launch, rng.randrange(2**31),
+                                                 params=config.params, is_default=not config.key)
+                except LaunchFailed as exc:
+                    progress.failed.append(f"pass {pass_}: {_label(config.key)}: {exc}")
                     if on_launch:
-                        on_launch(len(done) + progress.done, total, config, "ok")
-        if output.suffix == ".parquet":
-            pd.read_csv(csv_path, dtype=str, keep_default_na=False).to_parquet(output, index=False)
-            csv_path.unlink()
+                        on_launch(len(done) + progress.done, total, config, f"failed: {exc}")
+                    continue
+                rows = grid_rows(config.key, knobs, pass_, result.started, result.t_max_us)
+                pd.DataFrame(rows).to_csv(handle, header=write_header, index=False)
+                write_header = False
+                handle.flush()
+                os.fsync(handle.fileno())
+                progress.done += 1
+                if on_launch:
+                    on_launch(len(done) + progress.done, total, config, "ok")
+    if output.suffix == ".parquet":
+        pd.read_csv(csv_path, dtype=str, keep_default_na=False).to_parquet(output, index=False)
+        csv_path.unlink()
     return progress
 
 

@@ -77,6 +77,9 @@ def _print_run_summary(study, summary) -> None:
     err.print(f"this run: {states.count('COMPLETE')} complete, {states.count('PRUNED')} pruned, "
               f"{states.count('FAIL')} failed; {len(summary.baselines)} default-config launches"
               f"{drift}")
+    if summary.skipped_duplicates:
+        err.print(f"{summary.skipped_duplicates} proposals repeated a measured configuration; "
+                  "an unmeasured one was measured instead")
     if summary.skipped_known_invalid:
         err.print(f"{summary.skipped_known_invalid} proposals repeated a configuration MPI had "
                   "refused; not launched again")

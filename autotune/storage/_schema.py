@@ -62,6 +62,7 @@ class TrialKey:
     REQUEUED_FROM = "requeued_from"  # int: the interrupted/abandoned trial this one repeats
     REQUEUE_REASON = "requeue_reason"  # str: interrupted or abandoned
     WARM_START = "warm_start"  # str: note of the warm-start entry that queued the trial
+    EXPLORED = "explored"  # bool: queued in place of a re-proposed, already-measured point
 
     @classmethod
     def all(cls) -> tuple[str, ...]:
