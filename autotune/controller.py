@@ -134,7 +134,6 @@ class Controller:
                                        "queued again: run `autotune start` once the cluster is back")
         except (BaselineFailed, NoNodes) as exc:
             summary.stopped_because = str(exc)
-
         return summary
 
     def _out_of_time(self, deadline: float | None) -> bool:
@@ -308,7 +307,7 @@ class Controller:
     def _unmeasured(self, tries: int = 200) -> dict[str, Any] | None:
         """A configuration of the space neither measured nor refused, drawn at random."""
         for _ in range(tries):
-            params = self.space.suggest(_RandomChoice(self.rng), self.ctx)
+            params = self.space.sample(self.rng, self.ctx)
             params.update({k: v for k, v in self.context_values.items() if k in params})
             key = params_key(params)
             if key not in self.measured and key not in self.known_invalid:
@@ -493,16 +492,3 @@ class Controller:
         return TrialOutcome(number=best.number, state="COMPLETE", params=best.params,
                             is_default=TrialRecord.from_trial(best).is_default, value=best.value,
                             speedup=math.exp(-best.value) if best.value is not None else None)
-
-
-class _RandomChoice:
-    """Stands in for an Optuna trial to draw one configuration of the space at random."""
-
-    def __init__(self, rng: random.Random) -> None:
-        self.rng = rng
-
-    def suggest_categorical(self, name: str, choices: list[Any]) -> Any:
-        return self.rng.choice(choices)
-
-    def suggest_int(self, name: str, low: int, high: int, step: int = 1, log: bool = False) -> int:
-        return self.rng.randrange(low, high + 1, step)

@@ -130,6 +130,19 @@ class Parameter:
 _MISSING = object()
 
 
+class _RandomTrial:
+    """Stands in for an Optuna trial so that `suggest` draws at random."""
+
+    def __init__(self, rng: Any) -> None:
+        self.rng = rng
+
+    def suggest_categorical(self, name: str, choices: list[Any]) -> Any:
+        return self.rng.choice(choices)
+
+    def suggest_int(self, name: str, low: int, high: int, step: int = 1, log: bool = False) -> int:
+        return self.rng.randrange(low, high + 1, step)
+
+
 @dataclass(frozen=True)
 class SearchSpace:
     name: str
@@ -160,6 +173,10 @@ class SearchSpace:
             else:
                 params[p.name] = trial.suggest_categorical(p.name, list(p.choices))
         return params
+
+    def sample(self, rng: Any, ctx: TrialContext) -> dict[str, Any]:
+        """One configuration drawn uniformly, choice by choice (`rng`: a random.Random)."""
+        return self.suggest(_RandomTrial(rng), ctx)
 
     def defaults(self, ctx: TrialContext, context_values: Mapping[str, Any] | None = None
                  ) -> dict[str, Any]:
