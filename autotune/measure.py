@@ -194,7 +194,9 @@ def classify_failure(result: RunResult) -> LaunchFailure | None:
     """Why a finished launch cannot be used, as a reason class, or None when its output may be
     parsed. timeout: killed at the deadline. infrastructure: the launcher or a node failed, not
     the configuration (retried). config: MPI refused the configuration (never retried). crash:
-    anything else that died, including garbage output."""
+    anything else that died, including garbage output. The parse of a clean exit may still fail
+    it: crash (bad output) or wrong-result (the benchmark checked the collective's result and it
+    was wrong; never retried, never exported)."""
     tail = result.stderr_tail()
     if result.extra.get("cancelled"):
         return LaunchFailure("interrupted", "launch stopped: autotune is shutting down", tail)

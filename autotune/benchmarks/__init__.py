@@ -4,15 +4,18 @@ One registry by name (`--benchmark`): the project's mpi4py kernel and IMB (IMB-M
 
 from __future__ import annotations
 
-from ._base import (COLLECTIVES, REDUCTION_ELEMENT_BYTES, REDUCTIONS, Benchmark, BenchmarkOutput,
-                    BenchmarkRequest, Buffers, SizeTiming, buffer_counts)
-from ._mpi4py import Mpi4pyBenchmark, kernel_program, parse_kernel_output
+from ._base import (COLLECTIVES, REDUCTION_ELEMENT_BYTES, REDUCTIONS, WRONG_RESULT, Benchmark,
+                    BenchmarkOutput, BenchmarkRequest, Buffers, SizeTiming, WrongResult,
+                    buffer_counts)
+from ._mpi4py import (KernelOverhead, Mpi4pyBenchmark, kernel_overhead, kernel_program,
+                      parse_kernel_output)
 
 BENCHMARKS = ("mpi4py", "imb")
 
-__all__ = ["BENCHMARKS", "COLLECTIVES", "REDUCTIONS", "REDUCTION_ELEMENT_BYTES", "Benchmark",
-           "BenchmarkOutput", "BenchmarkRequest", "Buffers", "Mpi4pyBenchmark", "SizeTiming",
-           "buffer_counts", "kernel_program", "make_benchmark", "parse_kernel_output"]
+__all__ = ["BENCHMARKS", "COLLECTIVES", "REDUCTIONS", "REDUCTION_ELEMENT_BYTES", "WRONG_RESULT",
+           "Benchmark", "BenchmarkOutput", "BenchmarkRequest", "Buffers", "KernelOverhead",
+           "Mpi4pyBenchmark", "SizeTiming", "WrongResult", "buffer_counts", "kernel_overhead",
+           "kernel_program", "make_benchmark", "parse_kernel_output"]
 
 
 def make_benchmark(name: str, *, imb_dir: str | None = None, imb_mem_gb: float | None = None,

@@ -10,9 +10,20 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
+from ..errors import LaunchFailure
+
 COLLECTIVES = ("allreduce", "allgather", "alltoall", "bcast", "reduce")
 REDUCTIONS = ("allreduce", "reduce")
 REDUCTION_ELEMENT_BYTES = 4  # float32 elements, as IMB's MPI_FLOAT + MPI_SUM
+WRONG_RESULT = "wrong-result"
+
+
+class WrongResult(LaunchFailure):
+    """The benchmark checked the collective's result and it was wrong: the configuration is
+    broken however fast it is (never proposed again, never exported)."""
+
+    def __init__(self, detail: str, stderr_tail: str = "") -> None:
+        super().__init__(WRONG_RESULT, detail, stderr_tail)
 
 
 @dataclass(frozen=True)

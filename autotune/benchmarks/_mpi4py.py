@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import math
 import sys
+from dataclasses import dataclass
 
 from ..errors import BenchmarkOutputError
-from ._base import Benchmark, BenchmarkOutput, BenchmarkRequest, SizeTiming
+from ._base import Benchmark, BenchmarkOutput, BenchmarkRequest, SizeTiming, WrongResult
 
 PREFIX = "AUTOTUNE "
 
@@ -24,34 +25,81 @@ def kernel_program(collective: str, sizes: tuple[int, ...], time_per_size: float
             "--time-per-size", repr(float(time_per_size)), "--seed", str(int(seed)))
 
 
-def _number(record: dict, key: str, kind: type) -> float:
+def _number(record: dict, key: str, kind: type, allow_zero: bool = False) -> float:
     value = record.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BenchmarkOutputError(f"field {key!r} is not a number in {str(record)[:120]}")
     if kind is int and not float(value).is_integer():
         raise BenchmarkOutputError(f"field {key!r} is not an integer")
-    if not math.isfinite(value) or value <= 0:
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         raise BenchmarkOutputError(f"field {key!r} must be positive and finite, got {value!r}")
     return kind(value)
 
 
-def parse_kernel_output(stdout: str, sizes: tuple[int, ...], ranks: int) -> BenchmarkOutput:
-    """Every requested size exactly once, a start and a done record, sane numbers."""
-    start: dict | None = None
-    done = False
-    timings: dict[int, SizeTiming] = {}
+def _records(stdout: str) -> list[dict]:
+    """Every `AUTOTUNE ` line as a JSON object; other lines are MPI warnings and other noise."""
+    records = []
     for line in stdout.splitlines():
         if not line.startswith(PREFIX):
-            continue  # MPI warnings and other noise
+            continue
         try:
             record = json.loads(line[len(PREFIX):])
         except ValueError:
             raise BenchmarkOutputError(f"unparseable record: {line[:120]!r}") from None
         if not isinstance(record, dict):
             raise BenchmarkOutputError(f"record is not an object: {line[:120]!r}")
+        records.append(record)
+    return records
+
+
+def wrong_result(record: dict) -> WrongResult:
+    """The kernel's report of a result that differs from what the inputs make it."""
+    def text(key: str) -> str:
+        value = record.get(key)
+        return str(value)[:40] if isinstance(value, (str, int, float)) else "?"
+
+    return WrongResult(f"{text('collective')} {text('size')} B: rank {text('rank')} element "
+                       f"{text('element')} is {text('got')}, expected {text('expected')}")
+
+
+@dataclass(frozen=True)
+class KernelOverhead:
+    """Per-call cost besides MPI's work, measured by the kernel once per launch (us): the
+    empty loop (a no-op of the same arity) and the same call on MPI.COMM_SELF."""
+
+    loop_us: float
+    self_call_us: float
+    loop_spread_us: float
+    self_call_spread_us: float
+
+
+def parse_overhead(record: dict) -> KernelOverhead:
+    return KernelOverhead(*(_number(record, key, float, allow_zero=True) for key in (
+        "loop_us", "self_call_us", "loop_spread_us", "self_call_spread_us")))
+
+
+def kernel_overhead(stdout: str) -> KernelOverhead | None:
+    """The launch's overhead record, if the kernel printed one (older kernels did not)."""
+    found = [r for r in _records(stdout) if r.get("kind") == "overhead"]
+    return parse_overhead(found[-1]) if found else None
+
+
+def parse_kernel_output(stdout: str, sizes: tuple[int, ...], ranks: int) -> BenchmarkOutput:
+    """Every requested size exactly once, a start and a done record, sane numbers; a
+    wrong-result record fails the launch whatever else it printed."""
+    records = _records(stdout)
+    for record in records:
+        if record.get("kind") == "wrong-result":
+            raise wrong_result(record)
+    start: dict | None = None
+    done = False
+    timings: dict[int, SizeTiming] = {}
+    for record in records:
         kind = record.get("kind")
         if kind == "start":
             start = record
+        elif kind == "overhead":
+            parse_overhead(record)
         elif kind == "size":
             size = _number(record, "size", int)
             if size not in sizes:
@@ -86,9 +134,11 @@ def parse_kernel_output(stdout: str, sizes: tuple[int, ...], ranks: int) -> Benc
 
 class Mpi4pyBenchmark(Benchmark):
     """autotune.benchmarks.mpi4py_kernel: sizes in a seeded random order, IMB's buffer sizes,
-    t_max/t_min/t_avg over ranks, and the host of every rank (so a launch's landing is checked).
-    It reads about 1.6-2.2 us above IMB per call at small sizes (domain.md 6): fine for ranking
-    configurations of one study, not for absolute latencies."""
+    t_max/t_min/t_avg over ranks, the host of every rank (so a launch's landing is checked), and
+    a check of each size's result (a wrong one fails the launch: `wrong-result`). It reads about
+    0.2-0.7 us per call above IMB up to 4 KiB (mostly mpi4py's own work per call, see
+    docs/kernel-fidelity.md): fine for ranking configurations of one study, not for absolute
+    latencies."""
 
     name = "mpi4py"
 

@@ -1,22 +1,53 @@
 """IMB-like timing of one collective; runs under mpirun, one process per rank.
 
-Method (per message size, sizes in a seeded random order shared by all ranks): one call discarded
-(setup cost), a short estimate, a repetition count fitted to a time budget and agreed by all
-ranks, a warm-up, a barrier, the timed loop; the time per call is reduced over ranks (max, min,
-avg). Rank 0 prints one JSON line per record, prefixed with ``AUTOTUNE ``. Any exception on any
-rank aborts the whole job, so a failing configuration never hangs.
+Method (per message size, sizes in a seeded random order shared by all ranks): buffers are
+allocated and touched (no page faults left for the timed loop), one call is discarded (setup
+cost), one call is checked, a short estimate fixes a repetition count fitted to the time budget
+and agreed by all ranks, a warm-up runs, a barrier, then the timed loop; the time per call is
+reduced over ranks (max, min, avg). Rank 0 prints one JSON line per record, prefixed with
+``AUTOTUNE ``. Any exception on any rank aborts the whole job, so a failing configuration never
+hangs.
+
+Correct answers. Once per size, outside the timed loop, the buffers hold known rank-dependent
+values and the result of one call is compared with what it must be (reductions of small
+integers in float32 are exact); ranks agree on the verdict, and on a mismatch rank 0 prints a
+``wrong-result`` record naming the collective, size and first bad rank and element, and the job
+stops and exits 0: the parser turns the record into a failed launch (reason ``wrong-result``).
+
+Fidelity (docs/kernel-fidelity.md). The timed loop does no Python work per call beyond the call
+itself: the bound method and the buffer specifications are prepared once and held in fast
+locals (`repeat`), which saves about 0.1 us per call against a lambda building its buffer
+specifications. Two per-call overheads are measured once per launch and reported (``overhead``
+record): the empty loop (the same loop calling a no-op function of the same arity, about
+0.033 us here, the same to 1 ns from launch to launch on a quiet machine, 0.029-0.035 us
+under load), which is subtracted from every time per call; and the same call on MPI.COMM_SELF
+with 1-element buffers (about 0.32 us: mpi4py's argument processing plus a trivial MPI call),
+which is not: it includes MPI work that IMB pays too, it over-corrects (the kernel would read
+below IMB at 8 B), and it moves with the machine's load. What remains is about 0.2-0.4 us per
+call above IMB up to 256 B. Large sizes: buffers are touched before use, the warm-up is a
+quarter of the repetitions (at least 10 calls, at most all of them), and buffers are reused as IMB does without
+-off_cache; their launch-to-launch spread is larger than the spread inside one launch, so more
+launches help there, not more repetitions.
+
+Test only: AUTOTUNE_TEST_CORRUPT_RANK=<rank> (or the MCA parameter
+``mpi_autotune_test_corrupt_rank``, which mpirun exports to every rank as
+OMPI_MCA_mpi_autotune_test_corrupt_rank; a search space may set MCA parameters of the ``mpi_``
+family but no AUTOTUNE_* variable) makes that rank corrupt its result of the checked call, so
+tests can plant a wrong answer on a real run. It never touches the timed loop.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
-import time
 import socket
 import sys
+import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from mpi4py import MPI
@@ -24,41 +55,189 @@ from mpi4py import MPI
 from autotune.benchmarks._base import COLLECTIVES, buffer_counts
 from autotune.benchmarks._mpi4py import PREFIX
 
+CORRUPT_VARIABLES = ("AUTOTUNE_TEST_CORRUPT_RANK", "OMPI_MCA_mpi_autotune_test_corrupt_rank")
+WARMUP_FRACTION = 0.25  # of the repetitions, at least MIN_WARMUP calls, at most the repetitions
+MIN_WARMUP = 10
+OVERHEAD_CALLS = 20_000
+OVERHEAD_BATCHES = 5
+BYTE_PERIOD = 251  # byte patterns repeat every 251 elements (prime: no alignment with blocks)
 
-def make_call(comm: MPI.Comm, collective: str, size: int) -> Callable[[], None]:
-    """One call of the collective on buffers sized by `buffer_counts` (IMB's conventions)."""
-    counts = buffer_counts(collective, size, comm.Get_size())
-    send = np.ones(counts.send, dtype=counts.dtype)
-    recv = np.empty(counts.recv, dtype=counts.dtype)
-    kind = MPI.FLOAT if counts.dtype == "float32" else MPI.BYTE
+Loop = Callable[[int], None]
+
+
+def repeat(f: Callable[..., object], args: tuple) -> Loop:
+    """A function running `f(*args)` n times with no per-call Python work beyond the call: no
+    attribute lookup, no list building, no *args unpacking (arguments sit in fast locals)."""
+    if len(args) == 2:
+        def loop2(n: int, f=f, a=args[0], b=args[1]) -> None:
+            for _ in range(n):
+                f(a, b)
+        return loop2
+    if len(args) == 3:
+        def loop3(n: int, f=f, a=args[0], b=args[1], c=args[2]) -> None:
+            for _ in range(n):
+                f(a, b, c)
+        return loop3
+    if len(args) == 4:
+        def loop4(n: int, f=f, a=args[0], b=args[1], c=args[2], d=args[3]) -> None:
+            for _ in range(n):
+                f(a, b, c, d)
+        return loop4
+    raise ValueError(f"no loop for {len(args)} arguments")
+
+
+def call_args(comm: MPI.Comm, collective: str, send: np.ndarray,
+              recv: np.ndarray) -> tuple[Callable[..., object], tuple]:
+    """The bound method and its positional arguments for one call of the collective."""
+    kind = MPI.FLOAT if send.dtype == np.float32 else MPI.BYTE
+    s, r = [send, kind], [recv, kind]
     if collective == "allreduce":
-        return lambda: comm.Allreduce([send, kind], [recv, kind], op=MPI.SUM)
+        return comm.Allreduce, (s, r, MPI.SUM)
     if collective == "reduce":
-        return lambda: comm.Reduce([send, kind], [recv, kind], op=MPI.SUM, root=0)
+        return comm.Reduce, (s, r, MPI.SUM, 0)
     if collective == "allgather":
-        return lambda: comm.Allgather([send, kind], [recv, kind])
+        return comm.Allgather, (s, r)
     if collective == "alltoall":
-        return lambda: comm.Alltoall([send, kind], [recv, kind])
-    return lambda: comm.Bcast([send, kind], root=0)
+        return comm.Alltoall, (s, r)
+    return comm.Bcast, (s, 0)
 
 
-def time_size(comm: MPI.Comm, call: Callable[[], None], budget: float,
-              min_iters: int, max_iters: int) -> tuple[float, float, float, int]:
-    """Return (t_max, t_min, t_avg) seconds per call over ranks and the repetition count."""
-    call()  # first call: connection setup, registration; discarded
+@dataclass
+class Collective:
+    """One collective on the buffers of one message size, ready to run in a tight loop."""
+
+    name: str
+    comm: MPI.Comm
+    size: int
+    send: np.ndarray
+    recv: np.ndarray
+    loop: Loop
+
+    @classmethod
+    def make(cls, comm: MPI.Comm, collective: str, size: int) -> Collective:
+        counts = buffer_counts(collective, size, comm.Get_size())
+        send = np.ones(counts.send, dtype=counts.dtype)
+        recv = np.zeros(counts.recv, dtype=counts.dtype)
+        recv.fill(0)  # touch every page now: no first-touch faults inside the timed loop
+        if collective == "bcast":
+            recv = send  # one buffer: the root's is sent, the others' receive
+        f, args = call_args(comm, collective, send, recv)
+        return cls(collective, comm, size, send, recv, repeat(f, args))
+
+
+# ---- correctness --------------------------------------------------------------------------
+
+def byte_pattern(src: int, dst: int, count: int) -> np.ndarray:
+    """What rank `src` sends to rank `dst` (dst 0 for a block meant for every rank)."""
+    offset = (37 * src + 101 * dst + 11) % BYTE_PERIOD  # 4-byte temporaries, not 8: large buffers
+    return ((np.arange(count, dtype=np.uint32) + offset) % BYTE_PERIOD).astype(np.uint8)
+
+
+def reduction_input(rank: int, count: int) -> np.ndarray:
+    """Small integers (exact in float32 for any summation order up to ~200k ranks)."""
+    return ((rank % 64) + 1 + np.arange(count, dtype=np.int32) % 16).astype(np.float32)
+
+
+def reduction_expected(nranks: int, count: int) -> np.ndarray:
+    base = sum((r % 64) + 1 for r in range(nranks))
+    return (base + nranks * (np.arange(count, dtype=np.int32) % 16)).astype(np.float32)
+
+
+def fill_and_expect(c: Collective) -> np.ndarray | None:
+    """Put the known inputs in the send buffer and a value that must be overwritten in the
+    result buffer; return what this rank's result must be (None: this rank has no result)."""
+    rank, n = c.comm.Get_rank(), c.comm.Get_size()
+    if c.name in ("allreduce", "reduce"):
+        count = c.send.size
+        c.send[:] = reduction_input(rank, count)
+        c.recv.fill(np.nan)
+        if c.name == "reduce" and rank != 0:
+            return None
+        return reduction_expected(n, count)
+    if c.name == "allgather":
+        c.send[:] = byte_pattern(rank, 0, c.send.size)
+        expected = np.concatenate([byte_pattern(src, 0, c.send.size) for src in range(n)])
+    elif c.name == "alltoall":
+        block = c.send.size // n
+        c.send[:] = np.concatenate([byte_pattern(rank, dst, block) for dst in range(n)])
+        expected = np.concatenate([byte_pattern(src, rank, block) for src in range(n)])
+    else:  # bcast: the root's pattern everywhere
+        expected = byte_pattern(0, 0, c.send.size)
+        if rank == 0:
+            c.send[:] = expected
+    if c.name != "bcast" or rank != 0:
+        c.recv[:] = ~expected  # differs from the expected value in every element
+    return expected
+
+
+def corrupt_rank() -> int | None:
+    """The rank told to corrupt its result (test only), if any."""
+    for name in CORRUPT_VARIABLES:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return int(value)
+    return None
+
+
+def corrupt(c: Collective, expected: np.ndarray | None) -> None:
+    """Test only: make this rank's answer wrong (its result, or for a reduce's non-root rank its
+    contribution, before the call)."""
+    target = c.recv if expected is not None else c.send
+    if target.size == 0:
+        return
+    target[0] = ~target[0] if target.dtype == np.uint8 else target[0] + 1
+
+
+def first_mismatch(got: np.ndarray, expected: np.ndarray | None) -> tuple[int, float, float]:
+    """(element, expected, got) of the first wrong element, element -1 when all are right."""
+    if expected is None or got.size == 0:
+        return -1, 0.0, 0.0
+    bad = np.flatnonzero(got != expected)
+    if bad.size == 0:
+        return -1, 0.0, 0.0
+    i = int(bad[0])
+    return i, float(expected[i]), float(got[i])
+
+
+def check(c: Collective, corrupt_on: int | None) -> dict | None:
+    """Run one call on known inputs and verify every rank's result; every rank returns the same
+    verdict: None when right, else the first bad rank's report."""
+    rank = c.comm.Get_rank()
+    expected = fill_and_expect(c)
+    planted = corrupt_on == rank
+    if planted and expected is None:
+        corrupt(c, expected)
+    c.comm.Barrier()
+    c.loop(1)
+    if planted and expected is not None:
+        corrupt(c, expected)
+    verdicts = c.comm.allgather(first_mismatch(c.recv, expected))
+    for bad_rank, (element, want, got) in enumerate(verdicts):
+        if element >= 0:
+            return {"kind": "wrong-result", "collective": c.name, "size": c.size,
+                    "rank": bad_rank, "element": element, "expected": want, "got": got}
+    return None
+
+
+# ---- timing -------------------------------------------------------------------------------
+
+def time_size(c: Collective, budget: float, min_iters: int, max_iters: int,
+              loop_overhead: float = 0.0) -> tuple[float, float, float, int]:
+    """Return (t_max, t_min, t_avg) seconds per call over ranks, less the empty loop's cost
+    per call (`loop_overhead`, seconds), and the repetition count."""
+    comm, loop = c.comm, c.loop
     comm.Barrier()
     start = MPI.Wtime()
-    for _ in range(3):
-        call()
+    loop(3)
     estimate = comm.allreduce((MPI.Wtime() - start) / 3, op=MPI.MAX)
     iters = int(min(max_iters, max(min_iters, budget / max(estimate, 1e-7))))
-    for _ in range(min(10, iters)):
-        call()
+    loop(min(iters, max(MIN_WARMUP, int(WARMUP_FRACTION * iters))))  # within the budget
     comm.Barrier()
     start = MPI.Wtime()
-    for _ in range(iters):
-        call()
+    loop(iters)
     per_call = (MPI.Wtime() - start) / iters
+    if per_call > 2 * loop_overhead:  # always, for a real call; never a negative time
+        per_call -= loop_overhead
     t_max = comm.reduce(per_call, op=MPI.MAX, root=0)
     t_min = comm.reduce(per_call, op=MPI.MIN, root=0)
     t_sum = comm.reduce(per_call, op=MPI.SUM, root=0)
@@ -67,30 +246,90 @@ def time_size(comm: MPI.Comm, call: Callable[[], None], budget: float,
     return 0.0, 0.0, 0.0, iters
 
 
+def _noop2(a: object, b: object) -> None:
+    pass
+
+
+def _noop3(a: object, b: object, c: object) -> None:
+    pass
+
+
+def _noop4(a: object, b: object, c: object, d: object) -> None:
+    pass
+
+
+NOOPS = {2: _noop2, 3: _noop3, 4: _noop4}
+
+
+def per_call(comm: MPI.Comm, loop: Loop, calls: int = OVERHEAD_CALLS) -> list[float]:
+    """Seconds per call of `loop`, in batches (the slowest rank's time of each batch)."""
+    times = []
+    for _ in range(OVERHEAD_BATCHES):
+        comm.Barrier()
+        start = MPI.Wtime()
+        loop(calls)
+        times.append(comm.allreduce((MPI.Wtime() - start) / calls, op=MPI.MAX))
+    return times
+
+
+def overheads(comm: MPI.Comm, collective: str) -> dict:
+    """What a call costs besides MPI's work, in us (median and spread of the batches): the empty
+    loop (a no-op of the same arity) and the same call on MPI.COMM_SELF with 1-element buffers."""
+    dtype = np.float32 if collective in ("allreduce", "reduce") else np.uint8
+    send, recv = np.ones(1, dtype=dtype), np.zeros(1, dtype=dtype)
+    f, args = call_args(MPI.COMM_SELF, collective, send, recv if collective != "bcast" else send)
+    record: dict = {"kind": "overhead"}
+    for name, loop in (("loop", repeat(NOOPS[len(args)], args)), ("self_call", repeat(f, args))):
+        loop(100)
+        times = per_call(comm, loop, OVERHEAD_CALLS if name == "loop" else OVERHEAD_CALLS // 4)
+        record[f"{name}_us"] = float(np.median(times)) * 1e6
+        record[f"{name}_spread_us"] = (max(times) - min(times)) * 1e6
+    return record
+
+
+# ---- the run ------------------------------------------------------------------------------
+
 def emit(record: dict) -> None:
     sys.stdout.write(PREFIX + json.dumps(record) + "\n")
     sys.stdout.flush()
 
 
+def start_record(comm: MPI.Comm, collective: str) -> dict:
+    hosts = comm.gather(socket.gethostname(), root=0)
+    return {"kind": "start", "time": time.time(), "ranks": comm.Get_size(),
+            "collective": collective, "hosts": list(dict.fromkeys(hosts or [])),
+            "rank_hosts": hosts,
+            "mpi_library": MPI.Get_library_version().replace("\x00", "").splitlines()[0].strip()}
+
+
 def run(args: argparse.Namespace) -> None:
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
-    hosts = comm.gather(socket.gethostname(), root=0)
+    start = start_record(comm, args.collective)
     if rank == 0:
-        emit({"kind": "start", "time": time.time(), "ranks": comm.Get_size(),
-              "collective": args.collective,
-              "hosts": list(dict.fromkeys(hosts)), "rank_hosts": hosts,
-              "mpi_library": MPI.Get_library_version().replace("\x00", "").splitlines()[0].strip()})
+        emit(start)
+    overhead = overheads(comm, args.collective)
+    if rank == 0:
+        emit(overhead)
+    loop_overhead = overhead["loop_us"] * 1e-6
+    corrupt_on = corrupt_rank()
     sizes = list(args.sizes)
     random.Random(args.seed).shuffle(sizes)  # same seed on every rank: same order
     for size in sizes:
-        call = make_call(comm, args.collective, size)
-        t_max, t_min, t_avg, iters = time_size(comm, call, args.time_per_size,
-                                               args.min_iters, args.max_iters)
-        del call
+        c = Collective.make(comm, args.collective, size)
+        c.loop(1)  # first call: connection setup, registration; discarded
+        wrong = check(c, corrupt_on)
+        if wrong is not None:
+            if rank == 0:
+                emit(wrong)
+            return  # every rank got the same verdict: stop together, exit 0
+        t_max, t_min, t_avg, iters = time_size(c, args.time_per_size, args.min_iters,
+                                               args.max_iters, loop_overhead)
+        del c
         if rank == 0:
             emit({"kind": "size", "size": size, "iters": iters, "t_max_us": t_max * 1e6,
-                  "t_min_us": t_min * 1e6, "t_avg_us": t_avg * 1e6})
+                  "t_min_us": t_min * 1e6, "t_avg_us": t_avg * 1e6,
+                  "loop_overhead_us": overhead["loop_us"]})
     comm.Barrier()
     if rank == 0:
         emit({"kind": "done", "sizes": len(sizes)})

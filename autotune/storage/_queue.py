@@ -15,12 +15,17 @@ def params_key(params: dict[str, Any]) -> tuple:
     return tuple(sorted((k, str(v)) for k, v in params.items()))
 
 
+# Failure reasons that are the configuration's own and would recur every time: MPI refused it
+# (config), or it ran and returned a wrong answer (wrong-result). Never launched again.
+NEVER_AGAIN = ("config", "wrong-result")
+
+
 def known_invalid_params(study: optuna.Study) -> dict[tuple, int]:
-    """Params that made MPI refuse the configuration: never launched again."""
+    """Params that made MPI refuse the configuration or give wrong results: never launched again."""
     invalid = {}
     for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
         record = TrialRecord.from_trial(t)
-        if record.fail_reason == "config" and not record.skipped:
+        if record.fail_reason in NEVER_AGAIN and not record.skipped:
             invalid[params_key(t.params)] = t.number
     return invalid
 

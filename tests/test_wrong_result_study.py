@@ -1,0 +1,89 @@
+"""A real tiny study (real mpirun, 2 ranks, real SQLite) in which one configuration returns wrong
+answers: it fails with `wrong-result`, is never launched again (in the run, nor after a resume)
+and is never exported."""
+import json
+
+import optuna
+import pytest
+
+pytestmark = pytest.mark.mpi
+
+# The knob reaches the ranks as OMPI_MCA_mpi_autotune_test_corrupt_rank (mpirun exports every
+# --mca value): a space may not set AUTOTUNE_* variables, but may set `mpi_` MCA parameters.
+SPACE = """\
+format: 1
+name: test-wrong-result
+parameters:
+  - {name: mpi_autotune_test_corrupt_rank, apply: mca, choices: [unset, "1"], default: unset}
+"""
+KNOB = "mpi_autotune_test_corrupt_rank"
+STUDY = "allreduce-1n2p-test-wrong-result"
+
+
+@pytest.fixture(scope="module")
+def study_run(tmp_path_factory, mpirun):
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    home = tmp_path_factory.mktemp("home")
+    (home / "space.yaml").write_text(SPACE)
+    storage = f"sqlite:///{home / 'study.db'}"
+    exe = shutil.which("autotune", path=str(Path(sys.executable).parent)) or "autotune"
+    env = dict(os.environ, AUTOTUNE_HOME=str(home), COLUMNS="200")
+    env.pop("AUTOTUNE_STORAGE", None)
+
+    def cli(*args):
+        proc = subprocess.run([exe, *args, "--storage", storage], capture_output=True, text=True,
+                              env=env, timeout=300, stdin=subprocess.DEVNULL, cwd=home,
+                              check=False)
+        assert proc.returncode == 0, f"autotune {' '.join(args)}: {proc.returncode}\n{proc.stderr}"
+        return proc
+
+    def start(trials):
+        return cli("start", "--collective", "allreduce", "--nodes", "1", "--ppn", "2",
+                   "--space", str(home / "space.yaml"), "--trials", str(trials),
+                   "--sizes", "8:1024", "--repetitions", "3", "--stages", "1",
+                   "--time-per-size", "0.002", "--seed", "1", "--foreground")
+
+    first = start(3)
+    resumed = start(2)
+    return cli, first, resumed, optuna.load_study(study_name=STUDY, storage=storage)
+
+
+def launched(study):
+    return [t for t in study.trials if not t.user_attrs.get("skipped")]
+
+
+def test_the_corrupting_configuration_fails_with_wrong_result(study_run):
+    cli, first, _, _ = study_run
+    rows = json.loads(cli("history", "--format", "json").stdout)
+    bad = [r for r in rows if r[f"param.{KNOB}"] == "1" and r["fail_reason"] == "wrong-result"]
+    assert len(bad) == 1 and bad[0]["state"] == "FAIL", rows
+    said = first.stdout + first.stderr  # the progress lines
+    assert "wrong-result: allreduce" in said and "rank 1 element 0" in said
+
+
+def test_it_is_launched_once_and_never_again_even_after_a_resume(study_run):
+    _, _, _, study = study_run
+    corrupt = [t for t in launched(study) if t.params[KNOB] == "1"]
+    assert len(corrupt) == 1, [(t.number, t.params, t.user_attrs.get("fail_reason"))
+                               for t in study.trials]
+    assert corrupt[0].user_attrs["fail_reason"] == "wrong-result"
+    assert corrupt[0].user_attrs["fail_detail"].startswith("allreduce ")
+    assert "rank 1 element 0 is 4.0, expected 3.0" in corrupt[0].user_attrs["fail_detail"]
+    # the resumed run loaded it from the storage as known bad: no trial of it ran after it
+    later = [t for t in study.trials if t.number > corrupt[0].number and t.params[KNOB] == "1"]
+    assert all(t.user_attrs.get("skipped") for t in later)
+    default = study.trials[0]
+    assert default.user_attrs["is_default"] and default.state == optuna.trial.TrialState.COMPLETE
+
+
+def test_export_never_carries_it(study_run):
+    cli, _, _, _ = study_run
+    exported = json.loads(cli("export", "--format", "json").stdout)
+    assert exported["params"] == {KNOB: "unset"} and exported["mca"] == {}
+    env_text = cli("export", "--format", "env").stdout
+    assert "corrupt" not in env_text.lower().replace(f"{KNOB}=unset", "")
