@@ -12,6 +12,7 @@ Figures, per strategy and budget (trials), over the seeds:
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from dataclasses import asdict, dataclass
 
@@ -25,10 +26,10 @@ from .export import best_config
 from .launch import LocalLauncher, StaticPool
 from .launch._replay import ReplayExecutor, space_from_grid
 from .measure import MeasurementPlan, Measurer
-from .objective import uniform_weights
+from .objective import uniform_weights, weighted_score
 from .probe import HostInfo
 from .storage import StudyConfig, quiet_optuna
-from .storage._grid import Grid, config_key
+from .storage._grid import Config, Grid, config_key
 from .strategy import make_strategy
 
 HOST = HostInfo(host="replay", cpu_model="replay", cores=1, mpi="replay", ucx="", python="")
@@ -44,6 +45,17 @@ class ReplaySettings:
     p_threshold: float = 0.1
     confirm_top: int = 3
     confirm_rounds: int = 5
+    confirm_max_rounds: int = 20
+
+
+@dataclass(frozen=True)
+class ConfirmedOutcome:
+    """One confirmation candidate of a replayed run, with the grid's truth about it."""
+
+    config: tuple[tuple[str, str], ...]
+    true_speedup: float
+    verdict: str  # confirm.CLAIMED, NOT_FASTER, UNDECIDED, FAILED
+    rounds: int
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,8 @@ class ReplayRun:
     launches: int
     size_launches: int
     default_reported: bool
+    candidates: tuple[ConfirmedOutcome, ...] = ()
+    confirm_rounds: int = 0
 
 
 @dataclass(frozen=True)
@@ -76,6 +90,25 @@ def true_speedups(grid: Grid) -> dict[tuple, float]:
     """Each configuration's true speedup over the default, sizes weighted as a study weighs them
     (uniform over the grid's sizes)."""
     return {c: math.exp(-score) for c, score in grid.truth(uniform_weights(grid.sizes)).items()}
+
+
+def mean_speedups(grid: Grid) -> dict[tuple, float]:
+    """Each configuration's speedup as a replayed confirmation estimates it: per size the mean
+    over passes of its log-ratio to the default of the same pass, weighted uniformly. (The median
+    of true_speedups resists an odd pass; a replay draws passes uniformly, so its target is this.)"""
+    default = grid.t_us.get(grid.default, {})
+    weights = uniform_weights(grid.sizes)
+    result = {}
+    for config, passes in grid.t_us.items():
+        per_size = {}
+        for size in grid.sizes:
+            ratios = [math.log(sizes[size] / default[p][size]) for p, sizes in passes.items()
+                      if size in sizes and size in default.get(p, {})]
+            if ratios:
+                per_size[size] = sum(ratios) / len(ratios)
+        if per_size:
+            result[config] = math.exp(-weighted_score(per_size, weights))
+    return result
 
 
 def replay_once(grid: Grid, strategy: str, budget: int, seed: int,
@@ -101,7 +134,8 @@ def replay_once(grid: Grid, strategy: str, budget: int, seed: int,
     controller = Controller(study, space, config, measurer, HOST,
                             pool=StaticPool(LocalLauncher(mpirun="replay"), 1, 1),
                             strategy=chosen, seed=seed, confirm_top=settings.confirm_top,
-                            confirm_rounds=settings.confirm_rounds)
+                            confirm_rounds=settings.confirm_rounds,
+                            confirm_max_rounds=settings.confirm_max_rounds)
     controller.run(budget)
     try:
         best = best_config(study)
@@ -109,10 +143,28 @@ def replay_once(grid: Grid, strategy: str, budget: int, seed: int,
     except InputError:  # no completed trial: nothing was reported but the default
         reported = ()
     oracle = max(truth.values())
+    confirmation = controller.summary.confirmation
+    candidates = tuple(
+        ConfirmedOutcome(config=config_key(c.params), true_speedup=truth.get(config_key(c.params), 1.0),
+                         verdict=c.verdict, rounds=len(c.round_scores))
+        for c in (confirmation.candidates if confirmation else ()))
     return ReplayRun(strategy=strategy, budget=budget, seed=seed, reported=reported,
                      regret_pp=(oracle - truth.get(reported, 1.0)) * 100,
                      launches=executor.cost.launches, size_launches=executor.cost.size_launches,
-                     default_reported=reported == ())
+                     default_reported=reported == (), candidates=candidates,
+                     confirm_rounds=confirmation.rounds if confirmation else 0)
+
+
+def planted(grid: Grid, config: Config, gain: float) -> Grid:
+    """A copy of `grid` in which `config` is `gain` times faster than measured, in every pass and
+    size: a known winner with the grid's real noise, to measure how often it is found."""
+    if config not in grid.t_us:
+        raise InputError(f"the grid has no configuration {dict(config)}")
+    t_us = {c: {p: dict(sizes) for p, sizes in passes.items()} for c, passes in grid.t_us.items()}
+    for sizes in t_us[config].values():
+        for size in sizes:
+            sizes[size] /= gain
+    return Grid(knobs=grid.knobs, t_us=t_us, started=dict(grid.started))
 
 
 def compare(grid: Grid, strategies: list[str], budgets: list[int], seeds: int,
@@ -135,3 +187,32 @@ def compare(grid: Grid, strategies: list[str], budgets: list[int], seeds: int,
                 size_launches_median=statistics.median(r.size_launches for r in batch),
                 default_reported_share=sum(r.default_reported for r in batch) / len(batch)))
     return figures, runs
+
+
+def aa_universe(grid: Grid, seed: int) -> Grid:
+    """A/A replay grid: every configuration is the default in fact, with this machine's real noise.
+
+    Every recorded launch of `grid` (an A/A recording: its knobs are dead, so each launch is a
+    draw of the untuned stack) becomes one pass of the default; each other configuration gets the
+    same launches in another order (a random derangement per configuration). Paired with the
+    default of the same pass, a configuration then sees default-vs-default ratios whose mean over
+    the passes is exactly 1 at every size: any gain claimed on this grid is false. (Replaying the
+    recording as it is would not do: its configurations share each pass's default launch, so
+    they inherit that launch's luck as a small true offset the replay can detect.)"""
+    launches = [(c, p) for c, passes in sorted(grid.t_us.items()) for p in sorted(passes)]
+    sizes = grid.sizes
+    launches = [(c, p) for c, p in launches if all(s in grid.t_us[c][p] for s in sizes)]
+    if len(launches) < 2:
+        raise InputError("an A/A grid needs at least two complete launches")
+    rng = random.Random(f"aa-universe-{seed}")  # not the replay's own stream of pass draws
+    universe = Grid(knobs=grid.knobs)
+    for config in sorted(grid.t_us):
+        order = list(range(len(launches)))
+        if config != grid.default:
+            while any(i == j for i, j in zip(order, range(len(order)))):
+                rng.shuffle(order)
+        for new_pass, source in enumerate(order):
+            c, p = launches[source]
+            for size in sizes:
+                universe.add(config, new_pass, size, grid.t_us[c][p][size], grid.started[(c, p)])
+    return universe

@@ -50,11 +50,13 @@ class Strategy(ABC):
         return trial.should_prune()
 
     def confirm_candidates(self, study: optuna.Study, k: int) -> list[FrozenTrial]:
-        """The k best completed non-default trials with distinct parameters."""
+        """The k best completed non-default trials with distinct parameters that the search saw
+        faster than the default (a value below 0): a candidate slower already is not worth rounds."""
         seen: set[tuple] = set()
         chosen: list[FrozenTrial] = []
         trials = sorted((t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-                         if not TrialRecord.from_trial(t).is_default), key=lambda t: t.value)
+                         if t.value is not None and t.value < 0
+                         and not TrialRecord.from_trial(t).is_default), key=lambda t: t.value)
         for trial in trials:
             key = tuple(sorted((n, str(v)) for n, v in trial.params.items()))
             if key not in seen:
