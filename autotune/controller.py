@@ -17,7 +17,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import optuna
@@ -25,6 +25,7 @@ from optuna.trial import TrialState
 
 from . import objective
 from .baseline import BaselineFailed, InterleavedDefault, Placement
+from .confirm import ConfirmPolicy, confirm, no_candidate
 from .errors import (AutotuneError, ClusterLost, EnvironmentProblem, InputError, LaunchFailure,
                      NoNodes, NothingNew)
 from .errors import StopRequested as StopSignal
@@ -33,7 +34,7 @@ from .measure import (LaunchFailed, LaunchRecord, Measurer, PlannedLaunch, Trial
                       raw_from)
 from .probe import HostInfo
 from .space import SearchSpace, TrialContext
-from .storage import (RUN_ATTR, BaselineLaunch, StudyConfig, TrialKey, TrialRecord,
+from .storage import (NEVER_AGAIN, RUN_ATTR, BaselineLaunch, StudyConfig, TrialKey, TrialRecord,
                       enqueue_default, failure_attrs, known_invalid_params, load_baselines,
                       params_key, requeue_attrs, run_attrs, save_baseline,
                       trial_attrs)
@@ -57,8 +58,10 @@ class Controller:
                  seed: int | None = None, events: Events | None = None,
                  context_values: dict[str, Any] | None = None,
                  fingerprint: dict[str, Any] | None = None, confirm_top: int = 0,
-                 confirm_rounds: int = 5, infra_retries: int = 2,
-                 infra_pause_after: int = 5, infra_pause_seconds: float = 300.0) -> None:
+                 confirm_rounds: int = 5, confirm_max_rounds: int = 20,
+                 confirm_confidence: float = 0.95, infra_retries: int = 2,
+                 infra_pause_after: int = 5, infra_pause_seconds: float = 300.0,
+                 verifier: Callable[[Placement, float | None], Any] | None = None) -> None:
         self.study = study
         self.space = space
         self.config = config
@@ -87,11 +90,14 @@ class Controller:
         self.summary = RunSummary()
         self.fingerprint = dict(fingerprint or {})
         self.confirm_top = confirm_top
-        self.confirm_rounds = confirm_rounds
+        self.confirm_policy = ConfirmPolicy(min_rounds=confirm_rounds,
+                                            max_rounds=max(confirm_rounds, confirm_max_rounds),
+                                            confidence=confirm_confidence)
         self.seed = seed
         self.infra_retries = infra_retries
         self.infra_pause_after = infra_pause_after
         self.infra_pause_seconds = infra_pause_seconds
+        self.verifier = verifier  # (placement, deadline) -> the independent check (verify.py)
         self.infra_in_a_row = 0
         self.known_invalid = known_invalid_params(study)
         self.measured = {params_key(t.params): t.number for t in study.get_trials(
@@ -126,6 +132,10 @@ class Controller:
             if not summary.stopped_because or summary.stopped_because.startswith(
                     ("time budget", "done:")):
                 self.run_confirmation(deadline)  # it checks the deadline itself
+                if (self.verifier is not None and summary.confirmation is not None
+                        and summary.confirmation.best_trial is not None):
+                    with self.placement() as placed:  # it checks the deadline itself too
+                        summary.verification = self.verifier(placed, deadline)
         except (KeyboardInterrupt, StopSignal) as exc:
             summary.interrupted = True
             summary.stopped_because = f"stopped by {exc.__class__.__name__ if isinstance(exc, KeyboardInterrupt) else exc}"
@@ -169,23 +179,24 @@ class Controller:
         """Re-measure the best few against the default (see confirm.py), if time allows."""
         if self.confirm_top <= 0:
             return
-        from .confirm import confirm
-
         candidates = self.strategy.confirm_candidates(self.study, self.confirm_top)
         count = len(candidates)
-        if not count:
+        if not count:  # stored, so that no earlier claim or unconfirmed search figure stands
+            self.summary.confirmation = no_candidate(self.study, self.confirm_policy)
+            self.events.confirmed(self.summary.confirmation)
             return
+        policy = self.confirm_policy
         per_launch = self.next_trial_estimate() / max(1, 2 * len(self.plan.launches()))
-        needed = per_launch * 2 * count * self.confirm_rounds * len(self.plan.blocks())
+        needed = per_launch * 2 * count * policy.min_rounds * len(self.plan.blocks())
         if deadline is not None and time.time() + needed > deadline:
-            self.events.confirming(count, self.confirm_rounds, skipped="not enough time left")
+            self.events.confirming(count, policy.min_rounds, skipped="not enough time left")
             return
-        self.events.confirming(count, self.confirm_rounds)
+        self.events.confirming(count, policy.min_rounds)
         with self.placement() as placed:
             self.summary.confirmation = confirm(self.study, placed.measurer, self.default_settings,
-                                                self.config.weights, candidates,
-                                                self.confirm_rounds, self.seed,
-                                                default_params=self.default_params)
+                                                self.config.weights, candidates, policy,
+                                                self.seed, default_params=self.default_params,
+                                                deadline=deadline)
         self.events.confirmed(self.summary.confirmation)
 
     def next_trial_estimate(self) -> float:
@@ -273,8 +284,9 @@ class Controller:
                 queued = any(k in trial.user_attrs for k in QUEUED_ATTRS)
                 if key in self.known_invalid:
                     # an invalid configuration fails the same way every time: never again
-                    self._skip(trial, "config", f"same parameters as invalid trial "
-                               f"{self.known_invalid[key]}; not launched again")
+                    self._skip(trial, "config", f"same parameters as trial "
+                               f"{self.known_invalid[key]}, refused by MPI or wrong in its "
+                               "results; not launched again")
                     self.summary.skipped_known_invalid += 1
                 elif key in self.measured and not queued:
                     # TPE re-proposed measured points (40 trials visited 19-25 distinct ones on a
@@ -392,7 +404,7 @@ class Controller:
     def _after_failure(self, trial: optuna.Trial, params: dict[str, Any], outcome: TrialOutcome,
                        failure: LaunchFailure) -> None:
         """What a failure class means for what happens next."""
-        if failure.reason == "config":
+        if failure.reason in NEVER_AGAIN:
             self.known_invalid[params_key(params)] = trial.number
         with self._lock:  # not measured after all: it may be proposed again
             if self.measured.get(params_key(params)) == trial.number:

@@ -38,6 +38,7 @@ class RunSummary:
     skipped_known_invalid: int = 0
     skipped_duplicates: int = 0  # proposals of an already-measured configuration
     confirmation: Any = None  # confirm.Confirmation when the search ended normally
+    verification: Any = None  # storage.StoredVerification when the independent check ran
 
 
 class Events(Protocol):
@@ -50,6 +51,8 @@ class Events(Protocol):
     def paused(self, reason: str, seconds: float) -> None: ...
     def confirming(self, candidates: int, rounds: int, skipped: str = "") -> None: ...
     def confirmed(self, confirmation: Any) -> None: ...
+    def verifying(self, benchmark: str, rounds: int) -> None: ...
+    def verified(self, verification: Any, notice: str = "") -> None: ...
 
 
 class SerializedEvents:
@@ -76,3 +79,5 @@ class NullEvents:
     def paused(self, reason, seconds): pass
     def confirming(self, candidates, rounds, skipped=""): pass
     def confirmed(self, confirmation): pass
+    def verifying(self, benchmark, rounds): pass
+    def verified(self, verification, notice=""): pass

@@ -84,22 +84,41 @@ class ProgressDisplay:
         if skipped:
             self.console.print(f"confirmation skipped: {escape(skipped)}")
             return
-        self.console.print(f"confirming the best {candidates} against the default: {rounds} rounds, "
-                           "randomized order, each launch paired with a default launch")
+        self.console.print(f"confirming the best {candidates} against the default: {rounds} rounds "
+                           "first, more while undecided; randomized order, each launch paired "
+                           "with a default launch")
         self.progress.update(self.launch_task, description="confirmation", visible=False)
 
     def confirmed(self, confirmation) -> None:
         if confirmation is None:
             return
+        level = f"{confirmation.confidence:.0%} CI (simultaneous over {confirmation.family})"
         for cand in confirmation.candidates:
             if cand.failed:
                 self.console.print(f"  trial {cand.trial}: failed during confirmation ({escape(cand.failed)})")
                 continue
-            low, high = cand.speedup_interval()
-            self.console.print(f"  trial {cand.trial}: speedup {cand.speedup:.3f}x, 95% CI "
-                               f"{low:.3f}x..{high:.3f}x over {len(cand.round_scores)} rounds")
+            interval = cand.speedup_interval()
+            if interval is None:
+                self.console.print(f"  trial {cand.trial}: too few rounds to judge")
+                continue
+            self.console.print(f"  trial {cand.trial}: speedup {cand.speedup:.3f}x, {level} "
+                               f"{interval[0]:.3f}x..{interval[1]:.3f}x over "
+                               f"{len(cand.round_scores)} rounds: {cand.verdict}")
+        if confirmation.stopped:
+            self.console.print(f"  rounds stopped: {escape(confirmation.stopped)}")
         if confirmation.best_trial is None:
             self.console.print("confirmed: no candidate is faster than the default beyond doubt; "
                                "the default stays")
         else:
             self.console.print(f"confirmed best: trial {confirmation.best_trial}")
+
+    def verifying(self, benchmark: str, rounds: int) -> None:
+        self.console.print(f"independent check: the confirmed best against the untuned stack with "
+                           f"{escape(benchmark)}, {rounds} interleaved rounds")
+        self.progress.update(self.launch_task, description="independent check", visible=False)
+
+    def verified(self, verification, notice: str = "") -> None:
+        if notice:
+            self.console.print(escape(notice))
+        if verification is not None:
+            self.console.print(escape(verification.describe()))

@@ -70,7 +70,9 @@ class StartOptions:
     timeout_floor: float = 60.0
     infra_pause: float = 300.0
     confirm_top: int = 3
-    confirm_rounds: int = 5
+    confirm_rounds: int = 5  # rounds before the first judgement
+    confirm_max_rounds: int = 20
+    confirm_confidence: float = 0.95
     launcher: str = "auto"  # auto | local | hostfile | slurm | ray
     hostfile: str | None = None
     launcher_mca: tuple[tuple[str, str], ...] = ()  # site settings: remote agent, interfaces
@@ -85,6 +87,8 @@ class StartOptions:
     imb_mem_gb: float | None = None  # IMB -mem (GB per process)
     imb_off_cache: str | None = None  # IMB -off_cache CACHE_SIZE[,CACHE_LINE_SIZE]
     numactl: bool = False  # run the benchmark under `numactl -l` (seeds/000)
+    verify: str = "auto"  # auto | yes | no: the independent check at the end (verify.py)
+    verify_rounds: int = 20
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,7 @@ class Session:
     lock: StudyLock | None = None
     deadline: float | None = None
     deadline_is_job_end: bool = False  # the deadline is the Slurm job's end, not --time-budget
+    verify_choice: Any = None  # verify.BenchmarkChoice of the end-of-study check, or None
 
     def controller(self, options: StartOptions, events: Events | None) -> Controller:
         return Controller(self.study, self.space, self.config, self.measurer, self.host,
@@ -126,7 +131,19 @@ class Session:
                           seed=options.seed, events=events, context_values=self.context_values,
                           fingerprint=self.fingerprint,
                           infra_pause_seconds=options.infra_pause,
-                          confirm_top=options.confirm_top, confirm_rounds=options.confirm_rounds)
+                          confirm_top=options.confirm_top, confirm_rounds=options.confirm_rounds,
+                          confirm_max_rounds=options.confirm_max_rounds,
+                          confirm_confidence=options.confirm_confidence,
+                          verifier=self.verifier(options, events))
+
+    def verifier(self, options: StartOptions, events: Events | None) -> Any:
+        """The independent check run when the confirmation names a winner, or None."""
+        if self.verify_choice is None:
+            return None
+        from .verify import EndOfStudyVerifier
+
+        return EndOfStudyVerifier(self.study, self.verify_choice, rounds=options.verify_rounds,
+                                  seed=options.seed, events=events)
 
 
 def choose_sizes(collective: str, sizes: tuple[int, ...] | None,
@@ -191,7 +208,8 @@ def fingerprint_of(caps: Capabilities, host: HostInfo, config: StudyConfig,
 
 def benchmark_of(options: StartOptions) -> Benchmark:
     """The configured benchmark, checked usable here (IMB found and executable, ...)."""
-    benchmark = make_benchmark(options.benchmark, imb_dir=options.imb_dir,
+    benchmark = make_benchmark(options.benchmark,  # with the kernel, --imb-dir is for the check
+                               imb_dir=options.imb_dir if options.benchmark == "imb" else None,
                                imb_mem_gb=options.imb_mem_gb, imb_off_cache=options.imb_off_cache,
                                numactl=options.numactl)
     benchmark.check()
@@ -211,6 +229,7 @@ class Checked:
     ppn: int
     name: str
     storage_url: str
+    verify_choice: Any = None  # verify.BenchmarkChoice of the end-of-study check, or None
 
 
 def preflight(options: StartOptions) -> Checked:
@@ -236,7 +255,23 @@ def preflight(options: StartOptions) -> Checked:
     if choice == "local":
         check_cores(options, ppn, probe_host(caps))
     return Checked(space=space, sizes=sizes, benchmark=benchmark_of(options), caps=caps,
-                   launcher=choice, why=why, ppn=ppn, name=name, storage_url=storage_url)
+                   launcher=choice, why=why, ppn=ppn, name=name, storage_url=storage_url,
+                   verify_choice=verification_of(options))
+
+
+def verification_of(options: StartOptions) -> Any:
+    """The benchmark of the end-of-study check (verify.BenchmarkChoice): the other one than the
+    search's where it is found (IMB via --imb-dir or PATH after the kernel), else None; with
+    --verify and no IMB, one line before anything starts."""
+    from .verify import choose_benchmark
+
+    if options.verify == "no":
+        return None
+    choice = choose_benchmark(options.benchmark, imb_dir=options.imb_dir, allow_same=False)
+    if choice is None and options.verify == "yes":
+        raise InputError("--verify: IMB-MPI1 not found (give --imb-dir DIR, or put it on PATH); "
+                         "the independent check of a search with the mpi4py kernel runs IMB")
+    return choice
 
 
 def prepare_session(options: StartOptions) -> Session:
@@ -273,6 +308,14 @@ def prepare_session(options: StartOptions) -> Session:
         session = _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx,
                                   resolved, config, name, lock, benchmark)
         session.notes[:0] = notes
+        session.verify_choice = checked.verify_choice
+        if session.verify_choice is not None:
+            session.notes.append(f"a confirmed winner is checked at the end with "
+                                 f"{session.verify_choice.benchmark.describe()} against the "
+                                 f"untuned stack ({options.verify_rounds} rounds)")
+        elif options.verify == "auto":
+            session.notes.append("no independent check at the end: IMB-MPI1 not found "
+                                 "(--imb-dir DIR)")
         if options.parallel > 1:
             session.notes.insert(len(notes), f"{options.parallel} trials at once on disjoint node "
                                  "groups: they may disturb each other through a shared network")

@@ -9,8 +9,10 @@ from dataclasses import asdict, dataclass
 import optuna
 from optuna.trial import TrialState
 
+from .claims import BELOW_NOISE, below_noise_floor, verification_for
+from .noise import noise_floor
 from .storage import (TrialRecord, load_baselines, stored_config, stored_confirmation,
-                      stored_run)
+                      stored_run, stored_verification)
 from .units import format_size
 
 
@@ -42,6 +44,11 @@ class StudyStatus:
     confirmed_best_trial: int | None = None
     best_speedup_ci: tuple[float, float] | None = None
     confirmation: str = ""
+    verification: str = ""  # the independent check of the recommended trial, one line
+    verification_detail: dict | None = None  # StoredVerification.to_dict()
+    noise_floor: str = ""  # NoiseFloor.describe()
+    noise_floor_detail: dict | None = None  # NoiseFloor.to_dict()
+    below_noise_floor: bool = False  # the claimed gain lies within the noise floor
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -67,9 +74,9 @@ class StudyStatus:
                          "the default")
         if self.confirmation:
             lines.append(self.confirmation)
-        if self.default_speedup is not None:
-            lines.append(f"default trial vs its baseline: {self.default_speedup:.3f}x "
-                         "(distance from 1 = noise floor)")
+        lines += [line for line in (self.verification, self.noise_floor) if line]
+        if self.below_noise_floor:
+            lines.append(BELOW_NOISE)
         if self.last_baseline:
             drift = (f", recent drift {self.recent_drift:+.3f} (log-ratio to the run's first default launch)"
                      if self.recent_drift is not None else "")
@@ -108,19 +115,34 @@ def study_status(study: optuna.Study, storage_url: str | None = None) -> StudySt
     recent = [b.drift for b in baselines[-5:] if b.drift is not None]
     confirmation = stored_confirmation(study)
     confirmed_best, ci, conf_line = None, None, ""
-    if confirmation:
+    claimed_trial, claimed = None, None  # what export recommends, and the speedup it claims
+    if confirmation and confirmation.legacy:
+        conf_line = ("the stored confirmation was made by an older autotune (a percentile bootstrap "
+                     "over 5 rounds, which did not hold): it claims nothing; run `autotune start` "
+                     "again to confirm anew")
+    elif confirmation:
         chosen = confirmation.best
         if chosen is None:
             conf_line = "confirmed: no candidate is faster than the default beyond doubt"
         else:
             confirmed_best, ci = chosen.trial, chosen.speedup_interval
             assert ci is not None
+            claimed_trial, claimed = chosen.trial, chosen.speedup
             conf_line = (f"confirmed best: trial {confirmed_best}, speedup {chosen.speedup:.3f}x "
-                         f"(95% CI {ci[0]:.3f}x..{ci[1]:.3f}x)")
+                         f"({confirmation.level} {ci[0]:.3f}x..{ci[1]:.3f}x)")
+    elif best is not None and not best.is_default and best.value is not None:
+        claimed_trial, claimed = best.number, math.exp(-best.value)
+    check = verification_for(stored_verification(study), claimed_trial)
+    noise = noise_floor(study)
     return StudyStatus(
         confirmed_best_trial=confirmed_best,
         best_speedup_ci=ci,
         confirmation=conf_line,
+        verification=check.describe() if check else "",
+        verification_detail=check.to_dict() if check else None,
+        noise_floor=noise.describe() if noise else "",
+        noise_floor_detail=noise.to_dict() if noise else None,
+        below_noise_floor=below_noise_floor(noise, claimed),
         study=study.study_name,
         alive=owner is not None,
         pid=owner.pid if owner else None,

@@ -59,7 +59,7 @@ def test_status_counts_best_default_and_baselines(tmp_path, home):
 def test_status_of_a_confirmed_study(tmp_path, home):
     study = _study(tmp_path)
     study.set_user_attr(CONFIRMATION_ATTR, {
-        "rounds": 3, "best_trial": 1, "finished": 5.0,
+        "rounds": 3, "best_trial": 1, "finished": 5.0, "method": "t",
         "candidates": [{"trial": 1, "params": {}, "round_scores": [-0.18] * 3, "mean": -0.18,
                         "ci_low": -0.2, "ci_high": -0.16, "failed": "",
                         "speedup": 1.197, "speedup_interval": [1.17, 1.22]}]})

@@ -98,12 +98,13 @@ def _print_run_summary(study, summary) -> None:
         which = ("the default configuration (no candidate surely faster)" if confirmation.best_trial
                  is None else f"trial {confirmation.best_trial}")
         err.print(f"confirmed best: {which}")
+        if summary.verification is not None:
+            err.print(summary.verification.describe(), markup=False)
         err.print(export_hint, markup=False)
         return
     speed = math.exp(-best.value)
     if best.user_attrs.get("is_default"):
-        err.print(f"best so far: the default configuration; no candidate beat it (the default "
-                  f"measured {speed:.3f}x against its interleaved reference: the noise floor)")
+        err.print("best so far: the default configuration; no candidate beat it")
     else:
         err.print(f"best so far: trial {best.number}, speedup {speed:.3f}x over the default")
     err.print(export_hint, markup=False)

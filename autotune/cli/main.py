@@ -14,6 +14,7 @@ from .grid import bench, grid
 from .results import best, export, history
 from .spaces import probe, spaces
 from .start import logs, start, status, stop
+from .verify import verify
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -22,7 +23,8 @@ def cli() -> None:
     """Find the fastest MPI runtime configuration for a collective on the nodes you have."""
 
 
-for command in (start, status, stop, logs, history, best, export, probe, spaces, grid, bench):
+for command in (start, status, stop, logs, history, best, export, verify, probe, spaces, grid,
+                bench):
     cli.add_command(command)
 
 

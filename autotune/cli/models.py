@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ..probe import Capabilities
     from ..space import SearchSpace
     from ..status import StudyStatus
+    from ..storage import StoredVerification
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,14 @@ class ProbeReport:
 @dataclass(frozen=True)
 class BestReport:
     best: BestConfig
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """`autotune verify`: the stored result of the independent check."""
+
+    study: str
+    verification: StoredVerification
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from .models import (
     SpaceList,
     SpaceValidation,
     StatusReport,
+    VerifyReport,
 )
 
 # progress and narration of a foreground run; soft_wrap: a long line stays one line in a log file
@@ -199,13 +200,35 @@ def _(result: BestReport) -> list[str | Table]:
     cfg = result.best
     if cfg.is_default:
         head = (f"study {cfg.study}: the default configuration is the best measured; no candidate "
-                f"beat it (the default measured {cfg.speedup:.3f}x against its interleaved "
-                "reference: the noise floor)")
+                "beat it")
     else:
         head = (f"study {cfg.study}: best is trial {cfg.trial}, speedup {cfg.speedup:.3f}x over "
                 "the default")
     lines: list[str | Table] = [head]
     lines += [f"  {name} = {value}" for name, value in cfg.params.items()]
+    from ..claims import trust_lines
+
+    lines += trust_lines(cfg.claimed, cfg.verification, cfg.noise)
+    if cfg.disagrees:
+        lines.append("the export recommends the untuned stack (its settings commented out; "
+                     "`autotune export --force` writes them)")
+    return lines
+
+
+@to_text.register
+def _(result: VerifyReport) -> list[str | Table]:
+    from ..units import format_size
+
+    check = result.verification
+    rows = tuple((format_size(s.size), f"{s.speedup:.3f}x",
+                  f"{s.speedup_interval[0]:.3f}x..{s.speedup_interval[1]:.3f}x")
+                 for s in check.sizes)
+    lines: list[str | Table] = []
+    if rows:
+        lines.append(Table(("size", "speedup", "95% CI"), rows,
+                           title=f"study {result.study}: trial {check.trial} against the untuned "
+                                 f"stack, {check.benchmark}"))
+    lines.append(check.describe())
     return lines
 
 
@@ -319,6 +342,21 @@ def _(result: ProbeReport) -> Any:
 @to_json.register
 def _(result: BestReport) -> Any:
     cfg = result.best
+    from ..claims import below_noise_floor
+
+    check = cfg.verification
     return {"study": cfg.study, "trial": cfg.trial, "value": cfg.value, "speedup": cfg.speedup,
             "is_default": cfg.is_default, "params": cfg.params, "env": cfg.env, "mca": cfg.mca,
-            "mpirun_args": list(cfg.mpirun_args)}
+            "mpirun_args": list(cfg.mpirun_args),
+            "confirmed_speedup": list(cfg.confirmed_speedup) if cfg.confirmed_speedup else None,
+            "verification": check.to_dict() if check is not None else None,
+            "verification_text": check.describe() if check is not None else None,
+            "noise_floor": cfg.noise.to_dict() if cfg.noise is not None else None,
+            "below_noise_floor": below_noise_floor(cfg.noise, cfg.claimed),
+            "recommended": not cfg.disagrees}
+
+
+@to_json.register
+def _(result: VerifyReport) -> Any:
+    return {"study": result.study, **result.verification.to_dict(),
+            "text": result.verification.describe()}

@@ -62,10 +62,22 @@ def best(fmt: str, study_name: str | None, storage: str | None) -> None:
               help="file format (env: a file to `source`)")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="write to FILE instead of standard output")
+@click.option("--force", is_flag=True,
+              help="write the settings even when the independent check (autotune verify) "
+                   "disagrees with the search")
 @study_option
 @storage_option
-def export(fmt: str, output: str | None, study_name: str | None, storage: str | None) -> None:
+def export(fmt: str, output: str | None, force: bool, study_name: str | None,
+           storage: str | None) -> None:
     """Write the best configuration as a file (see --format)."""
+    import dataclasses
+
     from ..export import EXPORTERS, best_config
 
-    render.write_text(EXPORTERS[fmt](best_config(open_study(storage, study_name))), output)
+    best = dataclasses.replace(best_config(open_study(storage, study_name)), force=force)
+    render.write_text(EXPORTERS[fmt](best), output)
+    if best.disagrees:
+        click.echo("autotune: warning: the independent check disagrees with the search ("
+                   + ("settings written anyway: --force" if force else
+                      "the file recommends the untuned stack, its settings commented out; "
+                      "--force writes them") + ")", err=True)

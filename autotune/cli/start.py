@@ -92,7 +92,14 @@ from .options import (
 @click.option("--confirm", "confirm_top", type=click.IntRange(min=0), default=3, show_default=True,
               help="at the end, re-measure the best K against the default with confidence "
                    "intervals (0: no confirmation)")
-@click.option("--confirm-rounds", type=click.IntRange(min=2), default=5, show_default=True)
+@click.option("--confirm-rounds", type=click.IntRange(min=2), default=5, show_default=True,
+              help="rounds before the first judgement of the candidates")
+@click.option("--confirm-max-rounds", type=click.IntRange(min=2), default=20, show_default=True,
+              help="rounds at most: undecided candidates get more rounds (twice as many at each "
+                   "look) until decided or this many")
+@click.option("--confirm-confidence", type=click.FloatRange(0.5, 0.999), default=0.95,
+              show_default=True,
+              help="confidence of a claim, held together over the candidates and looks")
 @click.option("--launcher", type=click.Choice(["auto", "local", "hostfile", "slurm", "ray"]),
               default="auto", show_default=True,
               help="how ranks are placed: auto = the Ray cluster of --ray-address, else "
@@ -121,6 +128,13 @@ from .options import (
               help="enqueue known-good configurations first (shipped: seed000-winners)")
 @click.option("--check-live/--no-check-live", default=True, show_default=True,
               help="before the study, prove UCX variables take effect (one failing launch)")
+@click.option("--verify/--no-verify", default=None,
+              callback=lambda _ctx, _param, value: {None: "auto", True: "yes", False: "no"}[value],
+              help="at the end, check a confirmed winner against the untuned stack with another "
+                   "benchmark (IMB-MPI1 after the kernel: --imb-dir or PATH; the kernel after "
+                   "IMB)  [default: when one is available]")
+@click.option("--verify-rounds", type=click.IntRange(min=2), default=20, show_default=True,
+              help="interleaved rounds of the independent check")
 @study_option
 @storage_option
 def start(trials: int, foreground: bool, launcher_mca: tuple[str, ...], **fields) -> None:

@@ -11,7 +11,7 @@ against the search-space allow-lists first (check_exportable).
 from collections.abc import Callable
 
 from ._best import (BestConfig, best_config, check_exportable, describe_sizes, header_lines,
-                    printable)
+                    printable, withhold)
 from ._env import MPIRUN_ARGS_VAR, env_file
 from ._json import json_file
 from ._mca_params import mca_params_file
@@ -26,4 +26,4 @@ EXPORTERS: dict[str, Exporter] = {
 
 __all__ = ["EXPORTERS", "MPIRUN_ARGS_VAR", "BestConfig", "Exporter", "best_config",
            "check_exportable", "describe_sizes", "env_file", "header_lines", "json_file",
-           "mca_params_file", "printable"]
+           "mca_params_file", "printable", "withhold"]

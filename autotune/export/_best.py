@@ -10,9 +10,12 @@ from dataclasses import dataclass
 import optuna
 from optuna.trial import TrialState
 
+from ..claims import trust_lines, verification_for
 from ..errors import InputError, SpaceError, StorageError
+from ..noise import NoiseFloor, noise_floor
 from ..space import check_args, check_name, check_value
-from ..storage import StudyConfig, TrialRecord, stored_config, stored_confirmation
+from ..storage import (StoredVerification, StudyConfig, TrialRecord, stored_config,
+                       stored_confirmation, stored_verification)
 from ..units import format_size
 
 
@@ -33,6 +36,28 @@ class BestConfig:
     n_complete: int
     confirmed: bool = False
     confirmed_speedup: tuple[float, float, float] | None = None  # speedup, CI low, CI high
+    confirmed_level: str = ""  # how to read the interval: `95% CI, simultaneous over 9`
+    confidence: float = 0.95
+    verification: StoredVerification | None = None  # the independent check of this trial
+    noise: NoiseFloor | None = None  # the allocation's default-vs-default spread
+    force: bool = False  # write the settings even where the independent check disagrees
+
+    @property
+    def disagrees(self) -> bool:
+        """The independent check contradicts the search's claim (see verify.agreement)."""
+        return self.verification is not None and self.verification.disagrees
+
+    @property
+    def withheld(self) -> bool:
+        """The file recommends the untuned stack: every setting commented out."""
+        return self.disagrees and not self.force
+
+    @property
+    def claimed(self) -> float | None:
+        """The speedup the export claims (None when it restates the default)."""
+        if self.is_default:
+            return None
+        return self.confirmed_speedup[0] if self.confirmed_speedup else self.speedup
 
 
 def best_config(study: optuna.Study) -> BestConfig:
@@ -44,7 +69,10 @@ def best_config(study: optuna.Study) -> BestConfig:
     best = next(r for r in complete if r.number == best_number)
     confirmation = stored_confirmation(study)
     interval = None
-    if confirmation is not None:
+    if confirmation is None or confirmation.legacy:
+        if not best.is_default and (best.value or 0.0) >= 0:  # not even the search saw it faster
+            best = next((r for r in complete if r.is_default), best)
+    else:
         chosen = confirmation.best
         if chosen is None:  # confirmed: nothing beats the default
             best = next((r for r in complete if r.is_default), best)
@@ -61,8 +89,14 @@ def best_config(study: optuna.Study) -> BestConfig:
                       params=dict(best.params), env=dict(settings.env), mca=dict(settings.mca),
                       mpirun_args=tuple(settings.mpirun_args), host=dict(best.host),
                       context=dict(best.context), config=stored_config(study),
-                      n_complete=len(complete), confirmed=confirmation is not None,
-                      confirmed_speedup=interval)
+                      n_complete=len(complete),
+                      confirmed=confirmation is not None and not confirmation.legacy,
+                      confirmed_speedup=interval,
+                      confirmed_level=confirmation.level if confirmation else "",
+                      confidence=confirmation.confidence if confirmation else 0.95,
+                      verification=None if best.is_default else verification_for(
+                          stored_verification(study), best.number),
+                      noise=noise_floor(study))
 
 
 def describe_sizes(config: StudyConfig | None) -> str:
@@ -83,6 +117,9 @@ def check_exportable(best: BestConfig) -> None:
             check_name("mca", name, "stored trial")
             check_value("stored trial", name, value)
         check_args(list(best.mpirun_args), "stored trial")
+        hooks = [n for n in (*best.env, *best.mca) if "autotune_test" in n.lower()]
+        if hooks:  # the kernel's test-only fault injection (wrong results on purpose)
+            raise SpaceError(f"{hooks[0]} is a test-only hook of the benchmark kernel")
     except SpaceError as exc:
         raise StorageError(f"trial {best.trial} of study {best.study} holds a setting that is not "
                            f"safe to export: {exc}") from None
@@ -110,7 +147,17 @@ def header_lines(best: BestConfig, now: dt.datetime) -> list[str]:
     if best.confirmed_speedup:
         speed, low, high = best.confirmed_speedup
         lines.append(f"# confirmed against the default in interleaved rounds: speedup {speed:.3f}x "
-                     f"(95% CI {low:.3f}x..{high:.3f}x)")
+                     f"({best.confirmed_level} {low:.3f}x..{high:.3f}x)")
+    elif not best.is_default:
+        lines.append("# UNCONFIRMED: the search's own figure, the best of many noisy draws, not a "
+                     "claim (no confirmation ran: see `autotune start --confirm`)")
+    if best.disagrees:
+        lines.append("# NOT RECOMMENDED: the independent check disagrees with the search; use "
+                     "the untuned stack" + (". --force: the settings below are written anyway"
+                                            if best.force else
+                                            ": every setting below is commented out "
+                                            "(`autotune export --force` writes them)"))
+    lines += [f"# {p(line)}" for line in trust_lines(best.claimed, best.verification, best.noise)]
     if best.is_default:
         lines.append("# The default configuration is the best: no candidate beat it"
                      + (" beyond doubt in the confirmation" if best.confirmed else "")
@@ -120,3 +167,10 @@ def header_lines(best: BestConfig, now: dt.datetime) -> list[str]:
                      f"UCX {p(best.host.get('ucx') or 'n/a')}, {p(best.host.get('cpu_model', '?'))}"
                      + "".join(f", {p(k)}={p(v)}" for k, v in best.context.items()))
     return lines
+
+
+def withhold(best: BestConfig, lines: list[str]) -> list[str]:
+    """Every setting line commented out when the file recommends the untuned stack."""
+    if not best.withheld:
+        return lines
+    return [line if line.startswith("#") else f"# {line}" for line in lines]

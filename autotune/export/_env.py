@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import shlex
 
-from ._best import BestConfig, check_exportable, header_lines
+from ._best import BestConfig, check_exportable, header_lines, withhold
 
 MPIRUN_ARGS_VAR = "AUTOTUNE_MPIRUN_ARGS"
 
@@ -26,4 +26,4 @@ def env_file(best: BestConfig, now: dt.datetime | None = None) -> str:
         lines.append(f"# mpirun options that no environment variable carries: "
                      f"mpirun ${MPIRUN_ARGS_VAR} ...")
         lines.append(f"export {MPIRUN_ARGS_VAR}={shlex.quote(' '.join(best.mpirun_args))}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(withhold(best, lines)) + "\n"

@@ -6,6 +6,7 @@ import datetime as dt
 import json
 from typing import Any
 
+from ..claims import below_noise_floor
 from ._best import BestConfig, check_exportable
 
 
@@ -15,8 +16,12 @@ def json_file(best: BestConfig, now: dt.datetime | None = None) -> str:
     confirmed: dict[str, Any] | None = None
     if best.confirmed_speedup:
         speed, low, high = best.confirmed_speedup
-        confirmed = {"speedup": speed, "interval": [low, high], "confidence": 0.95}
+        confirmed = {"speedup": speed, "interval": [low, high], "confidence": best.confidence,
+                     "level": best.confirmed_level}
     config = best.config
+    settings = {"env": dict(sorted(best.env.items())), "mca": dict(sorted(best.mca.items())),
+                "mpirun_args": list(best.mpirun_args)}
+    check = best.verification
     doc = {
         "study": best.study,
         "trial": best.trial,
@@ -24,10 +29,18 @@ def json_file(best: BestConfig, now: dt.datetime | None = None) -> str:
         "speedup": best.speedup,  # measured in the search, against the interleaved default
         "value": best.value,  # weighted mean log-ratio to the default (lower is better)
         "confirmed": confirmed,  # None when no confirmation ran or the default stayed best
+        # the independent check of this trial (another benchmark against the untuned stack)
+        "verification": check.to_dict() if check is not None else None,
+        "verification_text": check.describe() if check is not None else None,
+        "noise_floor": best.noise.to_dict() if best.noise is not None else None,
+        "below_noise_floor": below_noise_floor(best.noise, best.claimed),
+        # False: the check disagrees, so the untuned stack is recommended and the settings are
+        # under "withheld" (env/mca/mpirun_args empty) unless exported with --force
+        "recommended": not best.disagrees,
+        "forced": best.force and best.disagrees,
         "params": best.params,
-        "env": dict(sorted(best.env.items())),
-        "mca": dict(sorted(best.mca.items())),
-        "mpirun_args": list(best.mpirun_args),
+        **({"env": {}, "mca": {}, "mpirun_args": [], "withheld": settings} if best.withheld
+           else settings),
         "context": best.context,
         "host": best.host,
         "measured": None if config is None else {

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import shlex
 
-from ._best import BestConfig, check_exportable, header_lines
+from ._best import BestConfig, check_exportable, header_lines, withhold
 
 
 def mca_params_file(best: BestConfig, now: dt.datetime | None = None) -> str:
@@ -28,4 +28,4 @@ def mca_params_file(best: BestConfig, now: dt.datetime | None = None) -> str:
         lines.append("# This configuration sets no MCA parameter.")
     for name, value in sorted(best.mca.items()):
         lines.append(f"{name} = {value}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(withhold(best, lines)) + "\n"

@@ -5,14 +5,16 @@ attributes. Every stored key is named in `_schema`; readers go through `TrialRec
 """
 
 from ._history import BaselineLaunch, baseline_key, load_baselines, save_baseline
-from ._queue import enqueue_default, known_invalid_params, params_key, recover_abandoned
+from ._queue import (NEVER_AGAIN, enqueue_default, known_invalid_params, params_key,
+                     recover_abandoned)
 from ._open import (autotune_home, default_storage_url, load_existing_study, open_storage,
                     quiet_optuna, redact, study_names)
 from ._schema import (BASELINE_PREFIX, CONFIG_ATTR, CONFIRMATION_ATTR, FINGERPRINT_ATTR,
-                      RESOLUTION_ATTR, RUN_ATTR, STUDY_KEYS, StoredSettings, TrialKey,
+                      RESOLUTION_ATTR, RUN_ATTR, STUDY_KEYS, VERIFICATION_ATTR, StoredSettings,
+                      TrialKey,
                       TrialRecord, failure_attrs, requeue_attrs, run_attrs, trial_attrs)
-from ._study import (ConfirmedCandidate, StoredConfirmation, StoredRun, stored_confirmation,
-                     stored_run)
+from ._study import (ConfirmedCandidate, StoredConfirmation, StoredRun, StoredVerification,
+                     VerifiedSize, stored_confirmation, stored_run, stored_verification)
 from ._trials import (HISTORY_COLUMNS, SIZE_COLUMNS, StudyConfig, history_frame, stored_config,
                       trial_records)
 
@@ -25,4 +27,6 @@ __all__ = [
     "quiet_optuna", "redact", "requeue_attrs", "run_attrs", "save_baseline", "stored_config",
     "stored_confirmation", "stored_run", "study_names", "trial_attrs", "trial_records",
     "enqueue_default", "known_invalid_params", "params_key", "recover_abandoned",
+    "VERIFICATION_ATTR", "StoredVerification", "VerifiedSize", "stored_verification",
+    "NEVER_AGAIN",
 ]

@@ -24,8 +24,10 @@ RUN_ATTR = "autotune.run"  # the latest run: run_id, trials_planned, started, de
 FINGERPRINT_ATTR = "autotune.fingerprint"  # the machine the study runs on (checked on resume)
 RESOLUTION_ATTR = "autotune.resolution"  # space resolution: removed knobs, context, mpi, ucx, host
 CONFIRMATION_ATTR = "autotune.confirmation"  # confirm.Confirmation.to_dict() of the last confirmation
+VERIFICATION_ATTR = "autotune.verification"  # StoredVerification.to_dict(): the independent check
 
-STUDY_KEYS = (CONFIG_ATTR, RUN_ATTR, FINGERPRINT_ATTR, RESOLUTION_ATTR, CONFIRMATION_ATTR)
+STUDY_KEYS = (CONFIG_ATTR, RUN_ATTR, FINGERPRINT_ATTR, RESOLUTION_ATTR, CONFIRMATION_ATTR,
+              VERIFICATION_ATTR)
 
 
 class TrialKey:

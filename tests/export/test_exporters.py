@@ -34,7 +34,8 @@ def _confirmation(best_trial):
         "trial": best_trial, "params": {}, "round_scores": [-0.1] * 3, "mean": -0.1,
         "ci_low": -0.12, "ci_high": -0.08, "failed": "", "speedup": math.exp(0.1),
         "speedup_interval": [1.08, 1.13]}]
-    return {"rounds": 3, "best_trial": best_trial, "candidates": cands, "finished": 1.0}
+    return {"rounds": 3, "best_trial": best_trial, "candidates": cands, "finished": 1.0,
+            "method": "t"}
 
 
 @pytest.fixture
@@ -94,7 +95,8 @@ def test_env_file_exports_env_mca_and_mpirun_args():
     text = env_file(best())
     assert "export UCX_TLS=self,sm" in text and "export OMPI_MCA_pml=ucx" in text
     assert "export AUTOTUNE_MPIRUN_ARGS='--map-by numa'" in text
-    assert "NPS=2" in text.splitlines()[3]  # measured on nodes with this NPS (not settable)
+    measured_on = next(line for line in text.splitlines() if line.startswith("# measured on"))
+    assert "NPS=2" in measured_on  # measured on nodes with this NPS (not settable)
 
 
 def test_env_file_sources_in_bash(study, tmp_path):
@@ -164,3 +166,21 @@ def test_header_fields_cannot_break_out_of_their_comment(exporter):
 def test_trailing_newline_in_a_stored_name_is_refused():
     with pytest.raises(StorageError):
         env_file(best(env={"UCX_TLS\n": "all"}))
+
+
+def test_an_unconfirmed_best_is_labelled_and_a_slower_one_is_never_exported(tmp_path):
+    study = new_study(tmp_path)
+    add_trial(study, "all", attrs=controller_attrs(is_default=True, speedup=0.97, env={}),
+              value=0.03)  # the default's own noisy ratio to its interleaved reference
+    add_trial(study, "self,sm", attrs=controller_attrs(speedup=0.99), value=0.01)
+    cfg = best_config(study)  # the lowest value is a candidate the search saw 1% slower
+    assert cfg.is_default and cfg.trial == 0
+    add_trial(study, "self,tcp", attrs=controller_attrs(speedup=1.2, env={"UCX_TLS": "self,tcp"}),
+              value=-math.log(1.2))
+    text = env_file(best_config(study), NOW)
+    assert "# UNCONFIRMED: the search's own figure" in text and "export UCX_TLS=self,tcp" in text
+
+
+def test_the_kernels_test_hook_is_never_exported():
+    with pytest.raises(StorageError, match="test-only hook"):
+        env_file(best(mca={"mpi_autotune_test_corrupt_rank": "1"}))

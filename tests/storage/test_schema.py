@@ -181,7 +181,7 @@ def test_stored_confirmation(tmp_path):
     study = new_study(tmp_path)
     assert stored_confirmation(study) is None
     study.set_user_attr(CONFIRMATION_ATTR, {
-        "rounds": 3, "best_trial": 2, "finished": 5.0,
+        "rounds": 3, "best_trial": 2, "finished": 5.0, "method": "t", "family": 6,
         "candidates": [{"trial": 2, "params": {}, "round_scores": [-0.1] * 3, "mean": -0.1,
                         "ci_low": -0.12, "ci_high": -0.08, "failed": "",
                         "speedup": math.exp(0.1), "speedup_interval": [1.08, 1.13]},
@@ -191,7 +191,15 @@ def test_stored_confirmation(tmp_path):
     conf = stored_confirmation(reload(study, tmp_path))
     assert conf.rounds == 3 and conf.best.trial == 2 and conf.best.speedup_interval == (1.08, 1.13)
     assert conf.candidate(4).failed == "crash: x" and conf.candidate(4).speedup is None
-    study.set_user_attr(CONFIRMATION_ATTR, {"rounds": 3, "best_trial": 7, "candidates": []})
+    assert conf.level == "95% CI, simultaneous over 6" and not conf.legacy
+    # written by the version whose 5-round bootstrap claims did not hold: it claims nothing
+    legacy = dict(study.user_attrs[CONFIRMATION_ATTR])
+    del legacy["method"]
+    study.set_user_attr(CONFIRMATION_ATTR, legacy)
+    conf = stored_confirmation(study)
+    assert conf.legacy and conf.best is None and conf.best_trial == 2
+    study.set_user_attr(CONFIRMATION_ATTR, {"rounds": 3, "best_trial": 7, "candidates": [],
+                                            "method": "t"})
     with pytest.raises(StorageError, match="names trial 7"):
         _ = stored_confirmation(study).best
     study.set_user_attr(CONFIRMATION_ATTR, {"rounds": 3, "best_trial": 2,

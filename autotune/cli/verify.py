@@ -1,0 +1,66 @@
+"""`autotune verify`: check the exported best against the untuned stack with another benchmark
+than the search used (see autotune.verify)."""
+
+from __future__ import annotations
+
+import click
+
+from ..benchmarks import BENCHMARKS
+from . import render
+from .models import Message, VerifyReport
+from .options import format_option, name_value, open_study, storage_option, study_option
+
+
+@click.command()
+@click.option("--benchmark", type=click.Choice(BENCHMARKS), default=None,
+              help="what measures the check  [default: the other one than the search's: IMB-MPI1 "
+                   "after the mpi4py kernel (the kernel again, said so, when IMB is not found), "
+                   "the kernel after IMB]")
+@click.option("--imb-dir", metavar="DIR", default=None,
+              help="directory holding IMB-MPI1  [default: PATH]")
+@click.option("--rounds", type=click.IntRange(min=2), default=20, show_default=True,
+              help="interleaved rounds (default and best, in random order, on the same nodes)")
+@click.option("--seed", type=int, default=None, help="seed of the order within rounds")
+@click.option("--launcher", type=click.Choice(["auto", "local", "hostfile", "slurm", "ray"]),
+              default="auto", show_default=True, help="as for `autotune start`: use the same")
+@click.option("--hostfile", type=click.Path(dir_okay=False), default=None)
+@click.option("--launcher-mca", multiple=True, metavar="NAME=VALUE",
+              help="site MCA settings, as given to `autotune start`")
+@click.option("--oversubscribe", is_flag=True)
+@format_option("text", "json")
+@study_option
+@storage_option
+def verify(benchmark: str | None, imb_dir: str | None, rounds: int, seed: int | None,
+           launcher: str, hostfile: str | None, launcher_mca: tuple[str, ...],
+           oversubscribe: bool, fmt: str, study_name: str | None, storage: str | None) -> None:
+    """Measure the exported best against the untuned stack with an independent benchmark, store
+    the result, and say whether it backs the search's claim (export follows it)."""
+    from ..storage import default_storage_url
+    from ..verify import NothingToVerify, VerificationFailed, VerifyRequest, run_verify
+
+    study = open_study(storage, study_name)
+    request = VerifyRequest(study=study, storage_url=storage or default_storage_url(),
+                            benchmark=benchmark, imb_dir=imb_dir, rounds=rounds, seed=seed,
+                            launcher=launcher, hostfile=hostfile,
+                            launcher_mca=tuple(name_value(i) for i in launcher_mca),
+                            oversubscribe=oversubscribe)
+    try:
+        result = run_verify(request, on_start=lambda line: render.err.print(line, markup=False),
+                            on_round=_progress)
+    except NothingToVerify as exc:  # exit 0: there is no claim to check
+        if fmt == "json":
+            import json
+
+            render.write_text(json.dumps({"study": study.study_name, "verified": False,
+                                          "text": str(exc)}) + "\n")
+        else:
+            render.emit(Message(str(exc)))
+        return
+    render.emit(VerifyReport(study.study_name, result), fmt)
+    if result.failed:
+        raise VerificationFailed(result.describe())
+
+
+def _progress(done: int, total: int) -> None:
+    if done == total or done % 5 == 0:
+        render.err.print(f"round {done}/{total}", markup=False)

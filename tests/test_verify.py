@@ -1,0 +1,217 @@
+"""The independent check's logic: which benchmark, agreement with the search, intervals from the
+rounds, and its faults (a launch that keeps failing, no time left) never ending a run badly.
+The real measurement is in test_verify_e2e.py."""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from autotune.errors import EnvironmentProblem, LaunchFailure
+from autotune.measure import LaunchFailed, LaunchRecord, MeasurementPlan
+from autotune.space import LaunchSettings
+from autotune.storage import CONFIRMATION_ATTR, StudyConfig, stored_verification
+from autotune.verify import (Arm, EndOfStudyVerifier, Rounds, agreement, choose_benchmark, store,
+                             estimate_seconds, measure_rounds, search_benchmark,
+                             summarize)
+from tests.storage import CONFIG, add_trial, controller_attrs, new_study
+
+ROOT = Path(__file__).resolve().parent.parent
+IMB_DIR = ROOT.parent / "shared" / "tools" / "imb"
+PLAN = MeasurementPlan(collective="allreduce", nodes=1, ppn=2, sizes=(8, 1024), repetitions=2,
+                       stages=2, time_per_size=0.01)
+DEFAULT = Arm(LaunchSettings(), {}, True)
+BEST = Arm(LaunchSettings(mca=(("coll_tuned_allreduce_algorithm", "3"),)), {"alg": 3}, False)
+
+
+@pytest.mark.parametrize("check, search, agrees", [
+    ((0.98, 1.10), (1.03, 1.21), True),  # overlaps the search and 1: backs it
+    ((0.97, 1.02), (1.03, 1.21), False),  # entirely below the search's interval, no gain proven
+    ((1.01, 1.02), (1.03, 1.21), True),  # a smaller gain than claimed, but a gain beyond doubt
+    ((0.80, 0.95), None, False),  # slower than the untuned stack beyond doubt
+    ((0.80, 0.95), (0.5, 0.9), False),  # even where the search claimed little
+    ((0.90, 1.20), None, True),  # no search figure: only the untuned stack counts
+])
+def test_agreement(check, search, agrees):
+    assert agreement(check, search) is agrees
+
+
+def test_agreement_without_interval_uses_the_search_figure():
+    assert agreement((0.97, 1.03), None, 1.30) is False  # an unconfirmed 1.3x did not reproduce
+    assert agreement((0.97, 1.35), None, 1.30) is True
+
+
+def test_summarize_gives_student_t_intervals_and_the_agreement():
+    rounds = Rounds(per_size={8: [-0.1, -0.2, -0.15], 1024: [0.0, 0.05, -0.05]},
+                    scores=[-0.05, -0.075, -0.1], argv=("mpirun",))
+    result = summarize(rounds, benchmark="IMB-MPI1 (/x/IMB-MPI1)", independent=True, trial=4,
+                       rounds=3, search=(1.12, (1.03, 1.21)))
+    assert result.rounds_measured == 3 and result.speedup == pytest.approx(math.exp(0.075))
+    low, high = result.speedup_interval
+    assert low < result.speedup < high and result.agrees is (high >= 1.03)
+    assert [s.size for s in result.sizes] == [8, 1024]
+    assert result.sizes[0].speedup == pytest.approx(math.exp(0.15))
+    assert (result.search_speedup, result.search_interval) == (1.12, (1.03, 1.21))
+    too_few = summarize(Rounds(scores=[-0.1], failures=["the best: config: refused"],
+                               stopped="3 launches failed"),
+                        benchmark="mpi4py kernel", independent=False, trial=4, rounds=3,
+                        search=(1.1, None))
+    assert too_few.speedup is None and too_few.agrees is None
+    assert too_few.failed.startswith("1 of 3 rounds measured (3 launches failed); last failure")
+
+
+def test_benchmark_of_the_check():
+    config = StudyConfig.from_dict({**CONFIG, "benchmark": f"IMB-MPI1 ({IMB_DIR}/IMB-MPI1)"})
+    assert search_benchmark(config) == "imb"
+    assert search_benchmark(StudyConfig.from_dict(CONFIG)) == "mpi4py"  # stored nothing: kernel
+    after_imb = choose_benchmark("imb")
+    assert after_imb.benchmark.name == "mpi4py" and after_imb.independent
+    after_kernel = choose_benchmark("mpi4py", imb_dir=str(IMB_DIR))
+    assert after_kernel.benchmark.describe() == f"IMB-MPI1 ({IMB_DIR}/IMB-MPI1)"
+    assert after_kernel.independent and not after_kernel.note
+    same = choose_benchmark("mpi4py", requested="mpi4py")
+    assert not same.independent and "not independent" in same.note
+    with pytest.raises(EnvironmentProblem, match="IMB-MPI1 not found"):
+        choose_benchmark("mpi4py", imb_dir=str(ROOT / "tests"))  # asked for: no quiet fallback
+
+
+def test_without_imb_on_path_the_kernel_checks_itself_and_says_so(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    fallback = choose_benchmark("mpi4py")
+    assert fallback.benchmark.name == "mpi4py" and not fallback.independent
+    assert "not independent" in fallback.note
+    assert choose_benchmark("mpi4py", allow_same=False) is None  # `start`: no check at all
+
+
+class ScriptedMeasurer:
+    """Launch results from a script (a fault injector): the best runs at `factor` x the default,
+    or fails with `fail` ("config", "interrupted", ...)."""
+
+    def __init__(self, factor: float = 0.9, fail: str = "") -> None:
+        self.plan = PLAN
+        self.factor = factor
+        self.fail = fail
+        self.launches = 0
+        self.order: list[bool] = []  # is_default of each launch, in order
+
+    def run_launch(self, settings, planned, seed, *, params=None, is_default=False):
+        self.launches += 1
+        self.order.append(is_default)
+        record = LaunchRecord(index=-1, block=planned.block, rep=planned.rep, seed=seed,
+                              sizes=list(planned.sizes), argv=["mpirun", str(is_default)],
+                              hosts=["n1"], started=time.time(), seconds=0.1, returncode=0)
+        if self.fail and not is_default:
+            raise LaunchFailed(LaunchFailure(self.fail, "MPI refused it"), record)
+        record.t_max_us = {s: 10.0 * (1 if is_default else self.factor) for s in planned.sizes}
+        return record
+
+
+def test_rounds_pair_every_block_in_random_order():
+    measurer = ScriptedMeasurer(0.8)
+    measured = measure_rounds(measurer, DEFAULT, BEST, {8: 0.5, 1024: 0.5}, 8, random.Random(1))
+    assert measured.scores == pytest.approx([math.log(0.8)] * 8)
+    assert sorted(measured.per_size) == [8, 1024]
+    assert measured.per_size[1024] == pytest.approx([math.log(0.8)] * 8)
+    assert measured.argv == ("mpirun", "False") and not measured.failures
+    pairs = list(zip(measurer.order[::2], measurer.order[1::2]))  # (first, second) of each pair
+    assert set(pairs) == {(True, False), (False, True)} and len(pairs) == 16
+
+
+def test_a_best_that_keeps_failing_stops_the_rounds_and_a_stop_request_passes():
+    measurer = ScriptedMeasurer(fail="config")
+    measured = measure_rounds(measurer, DEFAULT, BEST, {8: 0.5, 1024: 0.5}, 20, random.Random(1))
+    assert len(measured.failures) == 3 and measured.stopped == "3 launches failed"
+    assert not measured.scores and measurer.launches <= 6
+    with pytest.raises(LaunchFailed):
+        measure_rounds(ScriptedMeasurer(fail="interrupted"), DEFAULT, BEST, {8: 1.0}, 3,
+                       random.Random(1))
+
+
+def _claimed_study(tmp_path):
+    study = new_study(tmp_path)
+    add_trial(study, "all", attrs=controller_attrs(is_default=True, speedup=1.0, env={}),
+              value=0.0)
+    add_trial(study, "self,sm", attrs=controller_attrs(speedup=1.2), value=-math.log(1.2))
+    study.set_user_attr(CONFIRMATION_ATTR, {
+        "rounds": 5, "best_trial": 1, "finished": 1.0, "method": "t",
+        "candidates": [{"trial": 1, "params": {}, "round_scores": [-0.1] * 5, "mean": -0.1,
+                        "ci_low": -0.15, "ci_high": -0.05, "failed": "",
+                        "speedup": math.exp(0.1),
+                        "speedup_interval": [math.exp(0.05), math.exp(0.15)]}]})
+    return study
+
+
+class Events:
+    def __init__(self):
+        self.heard = []
+
+    def verifying(self, benchmark, rounds):
+        self.heard.append(("verifying", benchmark, rounds))
+
+    def verified(self, verification, notice=""):
+        self.heard.append(("verified", verification, notice))
+
+
+def test_end_of_study_check_stores_a_failure_and_never_raises(tmp_path):
+    study = _claimed_study(tmp_path)
+    events = Events()
+    verifier = EndOfStudyVerifier(study, choose_benchmark("imb"), rounds=5, events=events)
+    placed = SimpleNamespace(group=None, measurer=SimpleNamespace(
+        plan=PLAN, oversubscribe=False, executor=None))  # no launcher: every launch raises
+    result = verifier(placed, None)
+    assert result.failed and result.trial == 1 and result.agrees is None
+    assert stored_verification(study) == result
+    assert [h[0] for h in events.heard] == ["verifying", "verified"]
+
+
+def test_end_of_study_check_is_skipped_when_time_is_short(tmp_path):
+    study = _claimed_study(tmp_path)
+    events = Events()
+    verifier = EndOfStudyVerifier(study, choose_benchmark("imb"), rounds=5, events=events)
+    placed = SimpleNamespace(group=None, measurer=SimpleNamespace(
+        plan=PLAN, oversubscribe=False, executor=None))
+    assert verifier(placed, time.time() + 3600) is None  # no launch time known yet: no guess
+    assert events.heard[-1][2].endswith("skipped: not enough time left")
+    assert stored_verification(study) is None
+
+
+def test_estimate_from_the_default_launches(tmp_path):
+    from autotune.storage import BaselineLaunch, save_baseline
+
+    study = new_study(tmp_path)
+    assert estimate_seconds(study, PLAN, 10) is None
+    for i, block in enumerate([0, 1, 0, 1], start=1):
+        save_baseline(study, BaselineLaunch(id=i, run_id="r", block=block, started=float(i),
+                                            seconds=0.5 * (block + 1), t_max_us={8: 1.0}))
+    assert estimate_seconds(study, PLAN, 10) == pytest.approx(2 * (0.5 + 1.0) * 10 * 1.5)
+
+
+def test_a_wrong_result_of_the_best_withholds_it_at_once():
+    measurer = ScriptedMeasurer(fail="wrong-result")
+    measured = measure_rounds(measurer, DEFAULT, BEST, {8: 0.5, 1024: 0.5}, 20, random.Random(1))
+    assert measured.wrong_result and measurer.launches <= 2
+    result = summarize(measured, benchmark="mpi4py kernel", independent=True, trial=1, rounds=20,
+                       search=(1.1, (1.02, 1.2)))
+    assert result.failed.startswith("wrong-result") and result.agrees is False and result.disagrees
+
+
+def test_a_failed_or_dependent_check_never_replaces_a_measured_independent_one(tmp_path):
+    study = _claimed_study(tmp_path)
+    measured = Rounds(per_size={8: [-0.1, -0.12, -0.11]}, scores=[-0.1, -0.12, -0.11])
+    good = summarize(measured, benchmark="IMB-MPI1", independent=True, trial=1, rounds=3,
+                     search=(1.1, (1.02, 1.2)))
+    store(study, good)
+    store(study, summarize(Rounds(), benchmark="IMB-MPI1", independent=True, trial=1, rounds=3,
+                           search=(1.1, (1.02, 1.2))))  # 0 rounds measured: failed
+    store(study, summarize(measured, benchmark="mpi4py kernel", independent=False, trial=1,
+                           rounds=3, search=(1.1, (1.02, 1.2))))
+    assert stored_verification(study) == good
+    wrong = summarize(Rounds(wrong_result="bad sum"), benchmark="mpi4py kernel",
+                      independent=False, trial=1, rounds=3, search=(1.1, (1.02, 1.2)))
+    store(study, wrong)
+    assert stored_verification(study) == wrong
