@@ -13,6 +13,12 @@ BELOW_NOISE = ("the gain is below the noise floor: it shows only on average over
                "not in a single run")
 
 
+def interval_text(confidence: float, family: int, low: float, high: float) -> str:
+    """`95% CI 1.034x..1.176x, simultaneous over 6`: a speedup interval and how to read it."""
+    return (f"{confidence:.0%} CI {low:.3f}x..{high:.3f}x"
+            + (f", simultaneous over {family}" if family > 1 else ""))
+
+
 def below_noise_floor(noise: NoiseFloor | None, claimed: float | None) -> bool:
     """Whether the claimed speedup lies within the noise floor."""
     return noise is not None and claimed is not None and claimed > 0 and noise.covers(claimed)

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from .claims import interval_text
 from .events import TrialOutcome
 from .measure import LaunchRecord
 from .storage import BaselineLaunch
@@ -92,7 +93,6 @@ class ProgressDisplay:
     def confirmed(self, confirmation) -> None:
         if confirmation is None:
             return
-        level = f"{confirmation.confidence:.0%} CI (simultaneous over {confirmation.family})"
         for cand in confirmation.candidates:
             if cand.failed:
                 self.console.print(f"  trial {cand.trial}: failed during confirmation ({escape(cand.failed)})")
@@ -101,8 +101,8 @@ class ProgressDisplay:
             if interval is None:
                 self.console.print(f"  trial {cand.trial}: too few rounds to judge")
                 continue
-            self.console.print(f"  trial {cand.trial}: speedup {cand.speedup:.3f}x, {level} "
-                               f"{interval[0]:.3f}x..{interval[1]:.3f}x over "
+            text = interval_text(confirmation.confidence, confirmation.family, *interval)
+            self.console.print(f"  trial {cand.trial}: speedup {cand.speedup:.3f}x ({text}) over "
                                f"{len(cand.round_scores)} rounds: {cand.verdict}")
         if confirmation.stopped:
             self.console.print(f"  rounds stopped: {escape(confirmation.stopped)}")

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 import optuna
 from optuna.trial import TrialState
 
-from .claims import BELOW_NOISE, below_noise_floor, verification_for
+from .claims import BELOW_NOISE, below_noise_floor, interval_text, verification_for
 from .noise import noise_floor
 from .storage import (TrialRecord, load_baselines, stored_config, stored_confirmation,
                       stored_run, stored_verification)
@@ -31,7 +31,7 @@ class StudyStatus:
     sizes: str
     trials_complete: int
     trials_pruned: int
-    trials_failed: int
+    trials_failed: int  # launched and failed
     trials_running: int
     best_trial: int | None
     best_speedup: float | None
@@ -44,6 +44,7 @@ class StudyStatus:
     confirmed_best_trial: int | None = None
     best_speedup_ci: tuple[float, float] | None = None
     confirmation: str = ""
+    proposals_skipped: int = 0  # proposals failed without a launch (TrialKey.SKIPPED)
     verification: str = ""  # the independent check of the recommended trial, one line
     verification_detail: dict | None = None  # StoredVerification.to_dict()
     noise_floor: str = ""  # NoiseFloor.describe()
@@ -66,7 +67,9 @@ class StudyStatus:
                  f"{self.sizes}", daemon,
                  f"trials: {self.trials_complete} complete, {self.trials_pruned} pruned, "
                  f"{self.trials_failed} failed, {self.trials_running} running "
-                 f"({self.bench_seconds:.0f} s of benchmarks)"]
+                 f"({self.bench_seconds:.0f} s of benchmarks)"
+                 + (f"; {self.proposals_skipped} proposals skipped unlaunched (already measured "
+                    "or refused before)" if self.proposals_skipped else "")]
         if self.best_speedup is not None and self.best_is_default:
             lines.append("best: the default configuration; no candidate beat it yet")
         elif self.best_speedup is not None:
@@ -103,6 +106,7 @@ def study_status(study: optuna.Study, storage_url: str | None = None) -> StudySt
             if run.deadline:
                 eta = min(eta, max(0.0, run.deadline - dt.datetime.now().timestamp()))
     by_state = {s: sum(1 for t in trials if t.state == s.name) for s in TrialState}
+    skipped = sum(1 for t in trials if t.skipped and t.state == TrialState.FAIL.name)
     config = stored_config(study)
     best = None
     if by_state[TrialState.COMPLETE]:
@@ -129,7 +133,7 @@ def study_status(study: optuna.Study, storage_url: str | None = None) -> StudySt
             assert ci is not None
             claimed_trial, claimed = chosen.trial, chosen.speedup
             conf_line = (f"confirmed best: trial {confirmed_best}, speedup {chosen.speedup:.3f}x "
-                         f"({confirmation.level} {ci[0]:.3f}x..{ci[1]:.3f}x)")
+                         f"({interval_text(confirmation.confidence, confirmation.family, *ci)})")
     elif best is not None and not best.is_default and best.value is not None:
         claimed_trial, claimed = best.number, math.exp(-best.value)
     check = verification_for(stored_verification(study), claimed_trial)
@@ -157,7 +161,8 @@ def study_status(study: optuna.Study, storage_url: str | None = None) -> StudySt
                f"{format_size(config.sizes[-1])}") if config else "?",
         trials_complete=by_state[TrialState.COMPLETE],
         trials_pruned=by_state[TrialState.PRUNED],
-        trials_failed=by_state[TrialState.FAIL],
+        trials_failed=by_state[TrialState.FAIL] - skipped,
+        proposals_skipped=skipped,
         trials_running=by_state[TrialState.RUNNING],
         best_trial=best.number if best else None,
         best_speedup=math.exp(-best.value) if best and best.value is not None else None,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import optuna
 from optuna.trial import TrialState
 
-from ..claims import trust_lines, verification_for
+from ..claims import interval_text, trust_lines, verification_for
 from ..errors import InputError, SpaceError, StorageError
 from ..noise import NoiseFloor, noise_floor
 from ..space import check_args, check_name, check_value
@@ -37,6 +37,7 @@ class BestConfig:
     confirmed: bool = False
     confirmed_speedup: tuple[float, float, float] | None = None  # speedup, CI low, CI high
     confirmed_level: str = ""  # how to read the interval: `95% CI, simultaneous over 9`
+    confirmed_family: int = 1  # intervals held together in that confirmation
     confidence: float = 0.95
     verification: StoredVerification | None = None  # the independent check of this trial
     noise: NoiseFloor | None = None  # the allocation's default-vs-default spread
@@ -93,6 +94,7 @@ def best_config(study: optuna.Study) -> BestConfig:
                       confirmed=confirmation is not None and not confirmation.legacy,
                       confirmed_speedup=interval,
                       confirmed_level=confirmation.level if confirmation else "",
+                      confirmed_family=confirmation.family if confirmation else 1,
                       confidence=confirmation.confidence if confirmation else 0.95,
                       verification=None if best.is_default else verification_for(
                           stored_verification(study), best.number),
@@ -147,7 +149,7 @@ def header_lines(best: BestConfig, now: dt.datetime) -> list[str]:
     if best.confirmed_speedup:
         speed, low, high = best.confirmed_speedup
         lines.append(f"# confirmed against the default in interleaved rounds: speedup {speed:.3f}x "
-                     f"({best.confirmed_level} {low:.3f}x..{high:.3f}x)")
+                     f"({interval_text(best.confidence, best.confirmed_family, low, high)})")
     elif not best.is_default:
         lines.append("# UNCONFIRMED: the search's own figure, the best of many noisy draws, not a "
                      "claim (no confirmation ran: see `autotune start --confirm`)")
