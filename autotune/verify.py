@@ -329,10 +329,6 @@ class EndOfStudyVerifier:
     choice: BenchmarkChoice
     rounds: int = 20
     seed: int | None = None
-    launcher: str = "auto"  # where and how to launch: as `autotune start` was told
-    hostfile: str | None = None
-    launcher_mca: tuple[tuple[str, str], ...] = ()
-    oversubscribe: bool = False
     events: Events | None = None
 
     def __call__(self, placed: Placement, deadline: float | None) -> StoredVerification | None:

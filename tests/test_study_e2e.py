@@ -158,7 +158,9 @@ def test_status_and_best_read_the_storage(study_run):
     states = [t.state for t in study.trials]
     assert status["trials_complete"] == states.count(optuna.trial.TrialState.COMPLETE)
     assert status["trials_pruned"] == states.count(optuna.trial.TrialState.PRUNED)
-    assert status["trials_failed"] == states.count(optuna.trial.TrialState.FAIL)
+    skipped = sum(1 for t in study.trials if t.user_attrs.get("skipped"))
+    assert status["proposals_skipped"] == skipped  # failed without a launch: not failed trials
+    assert status["trials_failed"] == states.count(optuna.trial.TrialState.FAIL) - skipped
     best = json.loads(cli("best", "--format", "json").stdout)
     assert best["trial"] == confirmed_best(study).number
 

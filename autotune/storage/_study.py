@@ -99,13 +99,7 @@ class StoredConfirmation:
         for i, item in enumerate(as_list(data.get("candidates") or [], f"{where}: candidates")):
             at = f"{where}: candidates[{i}]"
             item = as_mapping(item, at)
-            interval = item.get("speedup_interval")
-            if interval is not None:
-                pair = as_list(interval, f"{at}: speedup_interval")
-                if len(pair) != 2:
-                    raise StorageError(f"{at}: speedup_interval is not a pair of numbers")
-                interval = (as_float(pair[0], f"{at}: speedup_interval"),
-                            as_float(pair[1], f"{at}: speedup_interval"))
+            interval = _pair_in(item.get("speedup_interval"), f"{at}: speedup_interval")
             candidates.append(ConfirmedCandidate(
                 trial=as_int(item.get("trial"), f"{at}: trial"),
                 speedup=as_opt_float(item.get("speedup"), f"{at}: speedup"),
