@@ -1,5 +1,6 @@
 """Run one command in its own session, with a deadline, bounded output capture and a clean
-environment; on exit or timeout every process of the session is gone."""
+environment; on exit or timeout every process of the session is gone, and so is every process
+that left the session but carries the launch's tag (LAUNCH_TAG_VAR)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 
 from ._base import Command, RunResult
 
@@ -43,13 +45,47 @@ def session_members(sid: int) -> list[int]:
     return members
 
 
-def kill_session(proc: subprocess.Popen) -> None:
-    """TERM every process of the launch's session, KILL what outlives a grace; return only when
-    none is left alive (mpirun exiting is not enough: its ranks may still be running)."""
+# Every launch's processes carry this variable with a value of their own: a process that left
+# the session (setsid, a daemonizing helper) still carries it, so it is found and killed too.
+LAUNCH_TAG_VAR = "AUTOTUNE_LAUNCH_TAG"
+
+
+def tagged_processes(tag: str) -> list[int]:
+    """Live processes whose environment holds LAUNCH_TAG_VAR=tag (this user's, from /proc)."""
+    needle = f"{LAUNCH_TAG_VAR}={tag}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                if needle not in handle.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry}/stat") as handle:
+                if handle.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue
+        except (OSError, IndexError):
+            continue
+        found.append(int(entry))
+    return found
+
+
+def launch_members(sid: int, tag: str | None) -> list[int]:
+    """The launch's session, and with a tag whatever left the session but carries it."""
+    members = set(session_members(sid))
+    if tag:
+        members.update(tagged_processes(tag))
+    return sorted(members)
+
+
+def kill_session(proc: subprocess.Popen, tag: str | None = None) -> None:
+    """TERM every process of the launch (its session, and every process carrying its tag), KILL
+    what outlives a grace; return only when none is left alive (mpirun exiting is not enough:
+    its ranks may still be running, and a helper may have left the session)."""
     sid = proc.pid
     for sig, grace in ((signal.SIGTERM, KILL_GRACE_SECONDS), (signal.SIGKILL, 5.0)):
         proc.poll()  # reap mpirun so it does not count as alive
-        members = session_members(sid)
+        members = launch_members(sid, tag)
         if not members:
             break
         for pid in members:
@@ -60,7 +96,7 @@ def kill_session(proc: subprocess.Popen) -> None:
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
             proc.poll()
-            if not session_members(sid):
+            if not launch_members(sid, tag):
                 break
             time.sleep(0.02)
         else:
@@ -132,6 +168,8 @@ def run_command(command: Command, timeout: float,
     """Start argv (no shell) in a new session; output goes to temp files so a flood cannot block.
     Setting `cancel` (another thread stopping the run) kills the launch like a timeout does."""
     env, dropped = launch_environment(dict(command.env))
+    tag = uuid.uuid4().hex
+    env[LAUNCH_TAG_VAR] = tag
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.time()
         t0 = time.monotonic()
@@ -148,7 +186,7 @@ def run_command(command: Command, timeout: float,
             ended = _wait(proc, timeout, cancel)
         finally:
             # mpirun may leave daemons or ranks behind even after exiting: clean the session.
-            kill_session(proc)
+            kill_session(proc, tag)
         seconds = time.monotonic() - t0
         stdout, cut_out = _read_capped(out)
         stderr, cut_err = _read_capped(err)

@@ -64,3 +64,18 @@ def test_ucx_knob_is_live_only_when_pml_ucx_is_forced(mpirun):
     assert check_ucx_live(measurer, forced) is True
     with pytest.raises(EnvironmentProblem, match="not using pml ucx"):
         check_ucx_live(measurer, LaunchSettings())
+
+
+def test_a_grandchild_that_leaves_the_session_is_killed_at_the_launch_end(tmp_path):
+    """Fault injection: a fake mpirun whose helper calls setsid and outlives it (issue 13: one
+    orphan per trial before). The helper keeps the launch's tag in its environment."""
+    marker = f"{uuid.uuid4().int % 10**6}.{os.getpid()}"
+    fake = tmp_path / "mpirun"
+    fake.write_text(f"#!/bin/sh\nsetsid sleep 3{marker} </dev/null >/dev/null 2>&1 &\n"
+                    "sleep 0.3\necho done\n")
+    fake.chmod(0o755)
+    from autotune.launch import Command
+
+    result = run_command(Command(argv=(str(fake),)), timeout=20)
+    assert result.returncode == 0 and "done" in result.stdout
+    assert processes_with(f"sleep 3{marker}") == [], "the setsid grandchild survived the launch"
