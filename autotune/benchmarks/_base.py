@@ -10,7 +10,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from ..errors import LaunchFailure
+import math
+
+from ..errors import BenchmarkOutputError, LaunchFailure
 
 COLLECTIVES = ("allreduce", "allgather", "alltoall", "bcast", "reduce")
 REDUCTIONS = ("allreduce", "reduce")
@@ -68,6 +70,43 @@ class SizeTiming:
     t_max_us: float  # the collective is as slow as its slowest rank: this is what we score
     t_min_us: float
     t_avg_us: float
+
+
+# What a per-call time of a real collective can be (us): at least 0.1 ns, at most 1000 s; a
+# repetition count of at most 1e12; t_min <= t_avg <= t_max up to a rounding slack. Outside
+# these a number is damaged output, not a measurement (issue 13).
+MIN_CALL_US = 1e-4
+MAX_CALL_US = 1e9
+MAX_ITERS = 10**12
+ORDER_SLACK = 1e-9
+
+
+def times_ordered(t_min: float | None, t_avg: float | None, t_max: float | None,
+                  slack: float = ORDER_SLACK) -> bool:
+    """t_min <= t_avg <= t_max where given (None: not reported), with a small relative and
+    absolute slack for rounding (a mean of equal values may exceed them by an ulp)."""
+    order = [v for v in (t_min, t_avg, t_max) if v is not None]
+    return all(a <= b * (1 + slack) + slack for a, b in zip(order, order[1:]))
+
+
+def check_timing(timing: SizeTiming) -> SizeTiming:
+    """The timing if it can be a real measurement, else BenchmarkOutputError naming why."""
+    where = f"size {timing.size}"
+    if isinstance(timing.iters, bool) or not isinstance(timing.iters, int) \
+            or not 1 <= timing.iters <= MAX_ITERS:
+        raise BenchmarkOutputError(f"{where}: iters {str(timing.iters)[:30]} is not in "
+                                   f"1..{MAX_ITERS:.0e}")
+    for name in ("t_min_us", "t_avg_us", "t_max_us"):
+        value = getattr(timing, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or not MIN_CALL_US <= value <= MAX_CALL_US:
+            raise BenchmarkOutputError(f"{where}: {name} {str(value)[:30]} is not a plausible "
+                                       f"time per call ({MIN_CALL_US:g}..{MAX_CALL_US:g} us)")
+    if not times_ordered(timing.t_min_us, timing.t_avg_us, timing.t_max_us):
+        raise BenchmarkOutputError(f"{where}: t_min <= t_avg <= t_max does not hold "
+                                   f"({timing.t_min_us:g}, {timing.t_avg_us:g}, "
+                                   f"{timing.t_max_us:g} us)")
+    return timing
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from autotune.errors import BenchmarkOutputError
 
+from ._base import times_ordered
+
 MAX_CHARS = 16 * 1024 * 1024  # a real IMB output is a few hundred KiB; more is not IMB's
 MAX_LINES = 100_000  # a full IMB-MPI1 run at 2..512 processes prints < 10,000 lines
 MAX_LINE = 4096  # longer rows are refused; other long lines (noise, banner) are cut
@@ -261,10 +263,9 @@ class _Parser:
                 values[col] = int(cell)
             else:
                 values[col] = self._time(col, cell)
-        lo, avg, hi = (values.get(k) for k in ("t_min_us", "t_avg_us", "t_max_us"))
-        for a, b in ((lo, avg), (avg, hi), (lo, hi)):
-            if a is not None and b is not None and a > b * (1 + _MINMAX_SLACK) + _MINMAX_SLACK:
-                raise self.fail("t_min <= t_avg <= t_max does not hold")
+        if not times_ordered(*(values.get(k) for k in ("t_min_us", "t_avg_us", "t_max_us")),
+                             slack=_MINMAX_SLACK):
+            raise self.fail("t_min <= t_avg <= t_max does not hold")
         self._add(ImbRow(**values))  # type: ignore[arg-type]
 
     def _time(self, col: str, cell: str) -> float:

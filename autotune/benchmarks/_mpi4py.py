@@ -11,8 +11,9 @@ import math
 import sys
 from dataclasses import dataclass
 
-from ..errors import BenchmarkOutputError
-from ._base import Benchmark, BenchmarkOutput, BenchmarkRequest, SizeTiming, WrongResult
+from ..errors import BenchmarkOutputError, LaunchFailure
+from ._base import (MAX_CALL_US, MAX_ITERS, Benchmark, BenchmarkOutput, BenchmarkRequest,
+                    SizeTiming, WrongResult, check_timing)
 
 PREFIX = "AUTOTUNE "
 
@@ -25,25 +26,70 @@ def kernel_program(collective: str, sizes: tuple[int, ...], time_per_size: float
             "--time-per-size", repr(float(time_per_size)), "--seed", str(int(seed)))
 
 
-def _number(record: dict, key: str, kind: type, allow_zero: bool = False) -> float:
+MAX_RECORD_CHARS = 64 * 1024  # the kernel's longest record (start, 1000s of hosts) is far shorter
+MAX_INT_DIGITS = 19  # sizes, counts and repetitions of a real run fit in 64 bits
+MAX_OVERHEAD_US = MAX_CALL_US
+
+
+def _bad_constant(name: str) -> float:
+    raise BenchmarkOutputError(f"non-finite number {name} in a record")
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise BenchmarkOutputError(f"integer with {len(text)} digits in a record")
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise BenchmarkOutputError(f"non-finite number {text[:30]} in a record")
+    return value
+
+
+def _number(record: dict, key: str, kind: type, allow_zero: bool = False,
+            top: float = MAX_CALL_US) -> float:
     value = record.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BenchmarkOutputError(f"field {key!r} is not a number in {str(record)[:120]}")
-    if kind is int and not float(value).is_integer():
+        raise BenchmarkOutputError(f"field {key!r} is not a number in {_show(record)}")
+    if kind is int and not isinstance(value, int):
         raise BenchmarkOutputError(f"field {key!r} is not an integer")
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+    try:
+        as_float = float(value)
+    except OverflowError:
+        raise BenchmarkOutputError(f"field {key!r} is too large") from None
+    if not math.isfinite(as_float) or as_float < 0 or (as_float == 0 and not allow_zero):
         raise BenchmarkOutputError(f"field {key!r} must be positive and finite, got {value!r}")
+    if as_float > top:
+        raise BenchmarkOutputError(f"field {key!r} is implausibly large ({as_float:g})")
     return kind(value)
 
 
+def _show(record: object) -> str:
+    try:
+        return repr(record)[:120]
+    except ValueError:  # an int too long for str() cannot get here (bounded), but be safe
+        return "a record"
+
+
 def _records(stdout: str) -> list[dict]:
-    """Every `AUTOTUNE ` line as a JSON object; other lines are MPI warnings and other noise."""
+    """Every `AUTOTUNE ` line as a JSON object; other lines are MPI warnings and other noise.
+    JSON that is too long, too deep, non-finite or has huge integers is an error of the output."""
     records = []
     for line in stdout.splitlines():
         if not line.startswith(PREFIX):
             continue
+        if len(line) > MAX_RECORD_CHARS:
+            raise BenchmarkOutputError(f"record longer than {MAX_RECORD_CHARS} characters")
         try:
-            record = json.loads(line[len(PREFIX):])
+            record = json.loads(line[len(PREFIX):], parse_constant=_bad_constant,
+                                parse_int=_bounded_int, parse_float=_finite_float)
+        except BenchmarkOutputError as exc:
+            raise BenchmarkOutputError(f"{exc.detail.removeprefix('benchmark output: ')}: "
+                                       f"{line[:80]!r}") from None
+        except RecursionError:
+            raise BenchmarkOutputError(f"record nested too deeply: {line[:40]!r}") from None
         except ValueError:
             raise BenchmarkOutputError(f"unparseable record: {line[:120]!r}") from None
         if not isinstance(record, dict):
@@ -74,7 +120,8 @@ class KernelOverhead:
 
 
 def parse_overhead(record: dict) -> KernelOverhead:
-    return KernelOverhead(*(_number(record, key, float, allow_zero=True) for key in (
+    return KernelOverhead(*(_number(record, key, float, allow_zero=True, top=MAX_OVERHEAD_US)
+                            for key in (
         "loop_us", "self_call_us", "loop_spread_us", "self_call_spread_us")))
 
 
@@ -86,7 +133,20 @@ def kernel_overhead(stdout: str) -> KernelOverhead | None:
 
 def parse_kernel_output(stdout: str, sizes: tuple[int, ...], ranks: int) -> BenchmarkOutput:
     """Every requested size exactly once, a start and a done record, sane numbers; a
-    wrong-result record fails the launch whatever else it printed."""
+    wrong-result record fails the launch whatever else it printed. A LaunchFailure
+    (BenchmarkOutputError, WrongResult) is the only exception it raises."""
+    try:
+        return _parse_kernel_output(stdout, sizes, ranks)
+    except LaunchFailure:
+        raise
+    except Exception as exc:  # safety net: a parser bug must fail the trial, not the study
+        raise BenchmarkOutputError(f"kernel output not parsable (internal "
+                                   f"{type(exc).__name__})") from exc
+
+
+def _parse_kernel_output(stdout: str, sizes: tuple[int, ...], ranks: int) -> BenchmarkOutput:
+    if not isinstance(stdout, str):
+        raise BenchmarkOutputError("kernel output is not text")
     records = _records(stdout)
     for record in records:
         if record.get("kind") == "wrong-result":
@@ -97,6 +157,8 @@ def parse_kernel_output(stdout: str, sizes: tuple[int, ...], ranks: int) -> Benc
     for record in records:
         kind = record.get("kind")
         if kind == "start":
+            if start is not None:
+                raise BenchmarkOutputError("second start record")
             start = record
         elif kind == "overhead":
             parse_overhead(record)
@@ -106,30 +168,40 @@ def parse_kernel_output(stdout: str, sizes: tuple[int, ...], ranks: int) -> Benc
                 raise BenchmarkOutputError(f"result for unrequested size {size}")
             if size in timings:
                 raise BenchmarkOutputError(f"duplicate result for size {size}")
-            timings[size] = SizeTiming(size=size, iters=_number(record, "iters", int),
-                                       t_max_us=_number(record, "t_max_us", float),
-                                       t_min_us=_number(record, "t_min_us", float),
-                                       t_avg_us=_number(record, "t_avg_us", float))
+            if done:
+                raise BenchmarkOutputError(f"result for size {size} after the done record")
+            timings[size] = check_timing(SizeTiming(
+                size=size, iters=_number(record, "iters", int, top=MAX_ITERS),
+                t_max_us=_number(record, "t_max_us", float),
+                t_min_us=_number(record, "t_min_us", float),
+                t_avg_us=_number(record, "t_avg_us", float)))
         elif kind == "done":
+            if done:
+                raise BenchmarkOutputError("second done record")
+            count = record.get("sizes")
+            if count is not None and (isinstance(count, bool) or count != len(sizes)):
+                raise BenchmarkOutputError(f"done record counts {_show(count)[:20]} sizes, "
+                                           f"expected {len(sizes)}")
             done = True
         else:
             raise BenchmarkOutputError(f"unknown record kind {kind!r}")
     if start is None:
         raise BenchmarkOutputError("no start record: the benchmark did not run")
-    if start.get("ranks") != ranks:
+    if type(start.get("ranks")) is not int or start.get("ranks") != ranks:
         raise BenchmarkOutputError(f"benchmark ran {start.get('ranks')!r} ranks, expected {ranks}")
     missing = [s for s in sizes if s not in timings]
     if missing or not done:
         raise BenchmarkOutputError(
             f"output truncated: {len(timings)}/{len(sizes)} sizes" + ("" if done else ", no done record"))
     hosts = start.get("hosts")
-    if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+    if not isinstance(hosts, list) or not hosts or not all(isinstance(h, str) for h in hosts):
         raise BenchmarkOutputError("start record has no host list")
+    library = start.get("mpi_library", "")
     started = start.get("time")
     if isinstance(started, bool) or not isinstance(started, (int, float)) or not math.isfinite(started):
         started = None
     return BenchmarkOutput(ranks=ranks, hosts=tuple(hosts), timings=timings, started=started,
-                           mpi_library=str(start.get("mpi_library", "")))
+                           mpi_library=library if isinstance(library, str) else "")
 
 
 class Mpi4pyBenchmark(Benchmark):

@@ -34,6 +34,9 @@ Test only: AUTOTUNE_TEST_CORRUPT_RANK=<rank> (or the MCA parameter
 OMPI_MCA_mpi_autotune_test_corrupt_rank; a search space may set MCA parameters of the ``mpi_``
 family but no AUTOTUNE_* variable) makes that rank corrupt its result of the checked call, so
 tests can plant a wrong answer on a real run. It never touches the timed loop.
+AUTOTUNE_TEST_POISON_RECORD=1 (or the MCA parameter ``mpi_autotune_test_poison_record``) makes
+rank 0 print one poisoned record (a size record whose iters is a 400-digit integer) before its
+done record, so tests can plant a malformed record in a real run's output.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from autotune.benchmarks._base import COLLECTIVES, buffer_counts
 from autotune.benchmarks._mpi4py import PREFIX
 
 CORRUPT_VARIABLES = ("AUTOTUNE_TEST_CORRUPT_RANK", "OMPI_MCA_mpi_autotune_test_corrupt_rank")
+POISON_VARIABLES = ("AUTOTUNE_TEST_POISON_RECORD", "OMPI_MCA_mpi_autotune_test_poison_record")
 WARMUP_FRACTION = 0.25  # of the repetitions, at least MIN_WARMUP calls, at most the repetitions
 MIN_WARMUP = 10
 OVERHEAD_CALLS = 20_000
@@ -331,6 +335,9 @@ def run(args: argparse.Namespace) -> None:
                   "t_min_us": t_min * 1e6, "t_avg_us": t_avg * 1e6,
                   "loop_overhead_us": overhead["loop_us"]})
     comm.Barrier()
+    if rank == 0 and any(os.environ.get(name, "").strip() == "1" for name in POISON_VARIABLES):
+        emit({"kind": "size", "size": sizes[0], "iters": 10**400, "t_max_us": 1.0,
+              "t_min_us": 1.0, "t_avg_us": 1.0})  # test only: a poisoned record
     if rank == 0:
         emit({"kind": "done", "sizes": len(sizes)})
 
