@@ -87,11 +87,10 @@ def load_weights(path: str | Path) -> dict[int, float]:
     Typically derived from an application profile: the share of time the application spends in
     the collective at each message size. Weights are normalized to sum to 1.
     """
+    from .files import WEIGHTS_MAX_BYTES, check_yaml_depth, read_text_input
+
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read weights file {path}: {exc.strerror or exc}") from None
+    text = read_text_input(path, "weights file", WEIGHTS_MAX_BYTES)
     raw: dict[object, object]
     if path.suffix.lower() == ".csv":
         rows = list(csv.reader(line for line in text.splitlines() if line.strip()
@@ -102,6 +101,7 @@ def load_weights(path: str | Path) -> dict[int, float]:
             raise InputError(f"weights file {path}: every CSV row must be `size,weight`")
         raw = {row[0].strip(): row[1].strip() for row in rows}
     else:
+        check_yaml_depth(text, f"weights file {path}")
         try:
             loaded = yaml.safe_load(text)
         except yaml.YAMLError as exc:

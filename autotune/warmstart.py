@@ -10,6 +10,7 @@ from typing import Any
 import optuna
 
 from .errors import InputError, SpaceError
+from .files import WARMSTART_MAX_BYTES, read_text_input
 from .space import SearchSpace, TrialContext
 from .space._model import is_choice
 from .space._load import SPACES_DIR, _parse_yaml
@@ -43,9 +44,7 @@ def load_warm_start(spec: str) -> list[WarmConfig]:
             shipped = ", ".join(p.stem for p in sorted(SHIPPED.glob("*.yaml")))
             raise InputError(f"warm-start file {spec!r} not found (shipped: {shipped})")
     try:
-        doc = _parse_yaml(path.read_text(), str(path))
-    except OSError as exc:
-        raise InputError(f"cannot read warm-start file {path}: {exc.strerror}") from None
+        doc = _parse_yaml(read_text_input(path, "warm-start file", WARMSTART_MAX_BYTES), str(path))
     except SpaceError as exc:
         raise InputError(str(exc)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("configs"), list):

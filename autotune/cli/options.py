@@ -70,7 +70,15 @@ class LazyChoice(click.Choice):
 storage_option = click.option("--storage", metavar="URL", envvar="AUTOTUNE_STORAGE",
                               help="Optuna storage URL (sqlite:///..., postgresql://..., "
                                    "journal:PATH); default: SQLite under $AUTOTUNE_HOME")
-study_option = click.option("--study", "study_name", metavar="NAME",
+def study_name_option(_ctx: Any, _param: Any, value: str | None) -> str | None:
+    """An empty or blank --study is an error, never the default study (an unset variable in a
+    script, `--study "$NAME"`, must not pick a study silently)."""
+    if value is not None and not value.strip():
+        raise InputError("--study: the study name must not be empty")
+    return value
+
+
+study_option = click.option("--study", "study_name", metavar="NAME", callback=study_name_option,
                             help="study name; may be omitted when the storage holds one study")
 
 
@@ -83,5 +91,5 @@ def format_option(*choices: str, default: str | None = None, help: str | None = 
 def open_study(storage_url: str | None, study_name: str | None):
     from ..storage import load_existing_study, open_storage
 
-    storage = open_storage(storage_url)
+    storage = open_storage(storage_url, create=False)  # a reader never creates storage
     return load_existing_study(storage, study_name, storage_url)

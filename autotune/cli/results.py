@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..errors import InputError
+from ..files import check_output_path, write_output_atomically
 from . import render
 from .models import BestReport, HistoryTable
 from .options import LazyChoice, format_option, open_study, storage_option, study_option
@@ -29,6 +30,8 @@ def history(fmt: str, output: str | None, study_name: str | None, storage: str |
     """Every trial with its raw per-size measurements."""
     from ..storage import history_frame
 
+    if output:
+        check_output_path(output, "history -o")  # refuse before reading the study
     frame = history_frame(open_study(storage, study_name))
     if fmt == "table":
         render.emit(HistoryTable(frame))
@@ -36,14 +39,23 @@ def history(fmt: str, output: str | None, study_name: str | None, storage: str |
     if fmt == "parquet":
         if not output:
             raise InputError("--format parquet needs -o FILE")
-        try:
-            frame.to_parquet(output, index=False)
-        except OSError as exc:
-            raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
+        import io
+
+        buffer = io.BytesIO()
+        frame.to_parquet(buffer, index=False)
+        write_output_atomically(output, buffer.getvalue(), "history -o")
         return
     text = (frame.to_csv(index=False) if fmt == "csv"
             else frame.to_json(orient="records", indent=1, date_format="iso"))
-    render.write_text(text, output)
+    _write(text, output, "history -o")
+
+
+def _write(text: str, output: str | None, what: str) -> None:
+    """To FILE atomically (never through a symlink, never into a FIFO), or to standard output."""
+    if output:
+        write_output_atomically(output, text, what)
+    else:
+        render.write_text(text)
 
 
 @click.command()
@@ -74,8 +86,10 @@ def export(fmt: str, output: str | None, force: bool, study_name: str | None,
 
     from ..export import EXPORTERS, best_config
 
+    if output:
+        check_output_path(output, "export -o")  # refuse before reading the study
     best = dataclasses.replace(best_config(open_study(storage, study_name)), force=force)
-    render.write_text(EXPORTERS[fmt](best), output)
+    _write(EXPORTERS[fmt](best), output, "export -o")
     if best.disagrees:
         click.echo("autotune: warning: the independent check disagrees with the search ("
                    + ("settings written anyway: --force" if force else

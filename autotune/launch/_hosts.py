@@ -22,10 +22,9 @@ def check_host(name: str, origin: str) -> str:
 
 def read_hostfile(path: str | Path) -> list[str]:
     """Host names of an Open MPI hostfile (`host [slots=N] ...`, # comments), in order, once each."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read hostfile {path}: {exc.strerror or exc}") from None
+    from ..files import HOSTFILE_MAX_BYTES, read_text_input
+
+    text = read_text_input(path, "hostfile", HOSTFILE_MAX_BYTES)
     hosts: list[str] = []
     for line in text.splitlines():
         line = line.split("#", 1)[0].strip()

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from ..errors import EnvironmentProblem, SpaceError
+from ..files import MAX_YAML_DEPTH, decode_text, read_bytes_input
 from ..units import parse_size
 from ._model import (SCOPES, TYPES, UNSET, Compose, Parameter, Requirement, SearchSpace, Setting,
                      check_value)
@@ -60,10 +61,20 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _c
 
 
 def _parse_yaml(text: str, origin: str) -> Any:
+    """Events first (no alias, nesting at most MAX_YAML_DEPTH, stopping at the first offence:
+    PyYAML's scanner is quadratic in flow nesting), then the strict load."""
+    depth = 0
     try:
         for event in yaml.parse(text, Loader=_StrictLoader):
             if isinstance(event, yaml.AliasEvent):
                 raise SpaceError(f"{origin}: YAML aliases are not allowed in a search space")
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    raise SpaceError(f"{origin} (line {event.start_mark.line + 1}): nested "
+                                     f"deeper than {MAX_YAML_DEPTH} levels")
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -112,18 +123,8 @@ def load_space(spec: str) -> SearchSpace:
             raise SpaceError(f"unknown search space {spec!r}: not a file, and not one of "
                              f"{', '.join(shipped) or 'the shipped spaces'}")
         path = shipped[spec]
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SpaceError(f"cannot read search space {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_SPACE_BYTES:
-        raise SpaceError(f"{path}: larger than {MAX_SPACE_BYTES // 1024} KiB")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SpaceError(f"{path}: not UTF-8 text") from None
-    if "\x00" in text:
-        raise SpaceError(f"{path}: contains a NUL byte")
+    data = read_bytes_input(path, "search space", MAX_SPACE_BYTES, SpaceError)
+    text = decode_text(data, "search space", path, SpaceError)
     space = parse_space(_parse_yaml(text, str(path)), str(path))
     return SearchSpace(**{**space.__dict__, "digest": hashlib.sha256(data).hexdigest()[:16]})
 

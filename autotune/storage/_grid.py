@@ -11,6 +11,7 @@ One row per (configuration, pass, size), CSV or Parquet by suffix:
 
 from __future__ import annotations
 
+import io
 import math
 import statistics
 from collections.abc import Mapping
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..files import (GRID_CSV_MAX_BYTES, GRID_PARQUET_MAX_BYTES, check_input_file,
+                     read_bytes_input)
 
 FIXED_COLUMNS = ("pass", "start", "size", "t_us")
 SUFFIXES = (".csv", ".parquet")
@@ -123,8 +126,10 @@ def read_grid(path: str | Path) -> Grid:
         raise InputError(f"grid {path}: use a .csv or .parquet file")
     try:
         if path.suffix == ".csv":
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+            data = read_bytes_input(path, "grid", GRID_CSV_MAX_BYTES)
+            frame = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
         else:
+            check_input_file(path, "grid", GRID_PARQUET_MAX_BYTES)
             frame = pd.read_parquet(path).astype(str).replace({"None": "", "nan": ""})
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read grid {path}: {exc}") from None
