@@ -34,9 +34,9 @@ from .measure import (LaunchFailed, LaunchRecord, Measurer, PlannedLaunch, Trial
                       raw_from)
 from .probe import HostInfo
 from .space import SearchSpace, TrialContext
-from .storage import (NEVER_AGAIN, RUN_ATTR, BaselineLaunch, StudyConfig, TrialKey, TrialRecord,
-                      enqueue_default, failure_attrs, known_invalid_params, load_baselines,
-                      params_key, requeue_attrs, run_attrs, save_baseline,
+from .storage import (NEVER_AGAIN, RUN_ATTR, BaselineLaunch, PatientStorage, StudyConfig,
+                      TrialKey, TrialRecord, enqueue_default, failure_attrs, known_invalid_params,
+                      load_baselines, params_key, requeue_attrs, run_attrs, save_baseline,
                       trial_attrs)
 from .strategy import Strategy
 
@@ -74,6 +74,8 @@ class Controller:
         self.events = events or NullEvents()
         if parallel > 1:
             self.events = SerializedEvents(self.events)
+        if isinstance(study._storage, PatientStorage):  # noqa: SLF001 - its waits are told
+            study._storage.notify = lambda message: self.events.paused(message, 0.0)  # noqa: SLF001
         self.rng = random.Random(seed)
         self.run_id = uuid.uuid4().hex[:12]
         self.baseline_every = baseline_every
@@ -374,6 +376,10 @@ class Controller:
             measured.failure = LaunchFailure("infrastructure", str(exc))
         except AutotuneError as exc:  # e.g. a stored parameter outside the space
             measured.failure = LaunchFailure("config", str(exc))
+        except optuna.exceptions.StorageInternalError:
+            raise  # the storage's fault, not this trial's: not hidden as a trial failure
+        except Exception as exc:  # a bug met while measuring one trial costs that trial only
+            measured.failure = LaunchFailure("internal", f"{type(exc).__name__}: {exc}"[:300])
         overhead += measured.overhead
         t0 = time.perf_counter()
         attrs = self._record(outcome, measured)

@@ -3,6 +3,7 @@ that stop cleanly, and the files a user looks at (pid/owner, log) under $AUTOTUN
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -16,7 +17,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .errors import AutotuneError, StopRequested
+from .errors import AutotuneError, StopRequested, StorageError
 from .storage import autotune_home
 
 
@@ -84,6 +85,15 @@ class StudyLock:
                                  "shows it")
 
     def acquire(self, owner: Owner) -> None:
+        try:
+            self._acquire(owner)
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:
+                raise StorageError(f"disk full at {self.path.parent}: cannot write the study's "
+                                   "lock file; free some space and start again") from None
+            raise
+
+    def _acquire(self, owner: Owner) -> None:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -94,9 +104,13 @@ class StudyLock:
                 self.refuse_if_held(owner.study)
                 time.sleep(0.05)
             raise AlreadyRunning(f"study {owner.study!r} is already running") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, json.dumps(asdict(owner)).encode())
-        os.fsync(fd)
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, json.dumps(asdict(owner)).encode())
+            os.fsync(fd)
+        except OSError:
+            os.close(fd)  # the lock goes with it
+            raise
         self._fd = fd
 
     def release(self) -> None:

@@ -4,6 +4,7 @@ trial user attributes, the study settings and every baseline measurement as stud
 attributes. Every stored key is named in `_schema`; readers go through `TrialRecord`.
 """
 
+from ._patient import PatientStorage
 from ._history import BaselineLaunch, baseline_key, load_baselines, save_baseline
 from ._queue import (NEVER_AGAIN, enqueue_default, known_invalid_params, params_key,
                      recover_abandoned)
@@ -28,5 +29,5 @@ __all__ = [
     "stored_confirmation", "stored_run", "study_names", "trial_attrs", "trial_records",
     "enqueue_default", "known_invalid_params", "params_key", "recover_abandoned",
     "VERIFICATION_ATTR", "StoredVerification", "VerifiedSize", "stored_verification",
-    "NEVER_AGAIN",
+    "NEVER_AGAIN", "PatientStorage",
 ]

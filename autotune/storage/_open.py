@@ -7,12 +7,15 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import sqlite3
+import stat
 import warnings
 from pathlib import Path
 
 import optuna
 
 from ..errors import InputError, StorageError
+from ._patient import PatientStorage
 
 
 def autotune_home() -> Path:
@@ -33,8 +36,62 @@ def quiet_optuna() -> None:
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
 
-def open_storage(url: str | None) -> optuna.storages.BaseStorage:
-    """Open (and create) a storage; any failure is one readable StorageError."""
+def _check_storage_file(path: Path, url: str, create: bool) -> None:
+    """A file storage must be a regular file (a FIFO would block the open forever, a device is no
+    storage); a reader (create=False) never creates one."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        if not create:
+            raise StorageError(f"no autotune storage at {path}: no study yet; run "
+                               "`autotune start` first") from None
+        return
+    except OSError as exc:
+        raise StorageError(f"cannot open storage {redact(url)}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise StorageError(f"cannot open storage {redact(url)}: {path} is not a regular file")
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def busy_timeout() -> float:
+    """Seconds SQLite waits for another process's lock before a call is retried (PatientStorage
+    then waits it out); AUTOTUNE_SQLITE_TIMEOUT overrides the 60 s."""
+    try:
+        return max(0.1, float(os.environ.get("AUTOTUNE_SQLITE_TIMEOUT", "60")))
+    except ValueError:
+        return 60.0
+
+
+def check_sqlite_file(path: Path) -> None:
+    """Refuse a file that is not an SQLite database (never overwritten), and a corrupt one, named
+    as what it is: SQLite's own quick_check must say ok."""
+    with open(path, "rb") as handle:
+        head = handle.read(len(SQLITE_HEADER))
+    if head and head != SQLITE_HEADER:
+        raise StorageError(f"{path} is not an SQLite database; refused, not overwritten")
+    if not head:
+        return  # empty: SQLite makes a database of it
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=busy_timeout())
+        try:
+            rows = con.execute("PRAGMA quick_check").fetchall()
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        raise StorageError(f"storage {path} is corrupt: {exc}") from None
+    problems = [str(r[0]) for r in rows if r and r[0] != "ok"]
+    if problems:
+        first = " ".join(problems[0].split())[:200]
+        raise StorageError(f"storage {path} is corrupt: {first} ({len(problems)} "
+                           "problem(s) found by SQLite's quick_check); restore a copy")
+
+
+def open_storage(url: str | None, create: bool = True) -> optuna.storages.BaseStorage:
+    """Open a storage, creating it when create is true (`start`); readers pass create=False and
+    get "no autotune storage at PATH" for a file storage that does not exist. Any failure is one
+    readable StorageError."""
     quiet_optuna()
     url = url or default_storage_url()
     try:
@@ -42,22 +99,27 @@ def open_storage(url: str | None) -> optuna.storages.BaseStorage:
             from optuna.storages.journal import JournalFileBackend, JournalStorage
 
             path = Path(url[len("journal:"):].removeprefix("//"))
+            _check_storage_file(path, url, create)
             path.parent.mkdir(parents=True, exist_ok=True)
             return JournalStorage(JournalFileBackend(str(path)))
         if url.startswith("sqlite:///"):
-            path = Path(url[len("sqlite:///"):])
+            path = Path(url[len("sqlite:///"):].split("?", 1)[0])
+            if str(path) not in ("", ":memory:"):
+                _check_storage_file(path, url, create)
             if url == default_storage_url():
                 path.parent.mkdir(parents=True, exist_ok=True)
             elif not path.parent.is_dir():
                 raise StorageError(f"cannot open storage {redact(url)}: directory {path.parent} "
                                    "does not exist")
+            if str(path) not in ("", ":memory:") and path.exists():
+                check_sqlite_file(path)
             # two processes creating a new database at once race on its tables ("table
             # study_directions already exists"): one creates it while the other waits
             with open(path.with_name(path.name + ".init-lock"), "a") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)
-                return optuna.storages.RDBStorage(
-                    url, engine_kwargs={"connect_args": {"timeout": 60}})
-        return optuna.storages.RDBStorage(url)
+                return PatientStorage(optuna.storages.RDBStorage(
+                    url, engine_kwargs={"connect_args": {"timeout": busy_timeout()}}), str(path))
+        return PatientStorage(optuna.storages.RDBStorage(url), redact(url))
     except StorageError:
         raise
     except Exception as exc:  # sqlalchemy/optuna raise many types; the user needs one line
