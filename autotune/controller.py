@@ -27,7 +27,7 @@ from . import objective
 from .baseline import BaselineFailed, InterleavedDefault, Placement
 from .confirm import ConfirmPolicy, confirm, no_candidate
 from .errors import (AutotuneError, ClusterLost, EnvironmentProblem, InputError, LaunchFailure,
-                     NoNodes, NothingNew)
+                     NoNodes, NothingNew, StorageError)
 from .errors import StopRequested as StopSignal
 from .events import Events, NullEvents, RunSummary, SerializedEvents, TrialOutcome
 from .measure import (LaunchFailed, LaunchRecord, Measurer, PlannedLaunch, TrialMeasurement,
@@ -36,8 +36,8 @@ from .probe import HostInfo
 from .space import SearchSpace, TrialContext
 from .storage import (NEVER_AGAIN, RUN_ATTR, BaselineLaunch, PatientStorage, StudyConfig,
                       TrialKey, TrialRecord, enqueue_default, failure_attrs, known_invalid_params,
-                      load_baselines, params_key, requeue_attrs, run_attrs, save_baseline,
-                      trial_attrs)
+                      load_baselines, params_key, record_checksum, requeue_attrs, run_attrs,
+                      save_baseline, trial_attrs)
 from .strategy import Strategy
 
 if TYPE_CHECKING:  # the controller is handed a pool; it never builds one
@@ -374,6 +374,8 @@ class Controller:
             measured.failure = LaunchFailure("interrupted", str(exc))
         except EnvironmentProblem as exc:  # the launcher cannot start anything here (no srun, ...)
             measured.failure = LaunchFailure("infrastructure", str(exc))
+        except StorageError:
+            raise  # the storage gave up waiting (locked, disk full): not this trial's fault
         except AutotuneError as exc:  # e.g. a stored parameter outside the space
             measured.failure = LaunchFailure("config", str(exc))
         except optuna.exceptions.StorageInternalError:
@@ -383,6 +385,9 @@ class Controller:
         overhead += measured.overhead
         t0 = time.perf_counter()
         attrs = self._record(outcome, measured)
+        attrs[TrialKey.CHECKSUM] = record_checksum(
+            trial.params, {**trial.user_attrs, **attrs},
+            outcome.value if outcome.state == "COMPLETE" else None)
         try:
             for key, value in attrs.items():
                 trial.set_user_attr(key, value)

@@ -13,7 +13,8 @@ from ._open import (autotune_home, default_storage_url, load_existing_study, ope
 from ._schema import (BASELINE_PREFIX, CONFIG_ATTR, CONFIRMATION_ATTR, FINGERPRINT_ATTR,
                       RESOLUTION_ATTR, RUN_ATTR, STUDY_KEYS, VERIFICATION_ATTR, StoredSettings,
                       TrialKey,
-                      TrialRecord, failure_attrs, requeue_attrs, run_attrs, trial_attrs)
+                      TrialRecord, failure_attrs, record_checksum, requeue_attrs, run_attrs,
+                      trial_attrs)
 from ._study import (ConfirmedCandidate, StoredConfirmation, StoredRun, StoredVerification,
                      VerifiedSize, stored_confirmation, stored_run, stored_verification)
 from ._trials import (HISTORY_COLUMNS, SIZE_COLUMNS, StudyConfig, history_frame, stored_config,
@@ -29,5 +30,5 @@ __all__ = [
     "stored_confirmation", "stored_run", "study_names", "trial_attrs", "trial_records",
     "enqueue_default", "known_invalid_params", "params_key", "recover_abandoned",
     "VERIFICATION_ATTR", "StoredVerification", "VerifiedSize", "stored_verification",
-    "NEVER_AGAIN", "PatientStorage",
+    "NEVER_AGAIN", "PatientStorage", "record_checksum",
 ]

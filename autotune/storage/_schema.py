@@ -9,10 +9,13 @@ writes through `trial_attrs` / `failure_attrs` / `requeue_attrs` / `run_attrs`.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import StorageError
 from ._coerce import (Attrs, as_bool, as_float, as_int, as_int_tuple, as_list, as_mapping,
                       as_opt_float, as_opt_int, as_str, as_str_tuple, dict_of_floats,
                       dict_of_lists, str_dict)
@@ -65,6 +68,7 @@ class TrialKey:
     REQUEUE_REASON = "requeue_reason"  # str: interrupted or abandoned
     WARM_START = "warm_start"  # str: note of the warm-start entry that queued the trial
     EXPLORED = "explored"  # bool: queued in place of a re-proposed, already-measured point
+    CHECKSUM = "checksum"  # str: sha256 of params, user attrs and value, written last
 
     @classmethod
     def all(cls) -> tuple[str, ...]:
@@ -147,12 +151,16 @@ class TrialRecord:
 
     @classmethod
     def from_trial(cls, trial: Any) -> TrialRecord:
-        """From an optuna FrozenTrial; ill-typed attributes raise one StorageError naming them."""
+        """From an optuna FrozenTrial; ill-typed attributes raise one StorageError naming them, and
+        a record that does not match the checksum written with it is named corrupt."""
         K = TrialKey
         number = getattr(trial, "number", -1)
         where = f"trial {number}"
-        attrs: Attrs = Attrs(dict(getattr(trial, "user_attrs", None) or {}), where)
+        stored = dict(getattr(trial, "user_attrs", None) or {})
         value = getattr(trial, "value", None)
+        check_record(number, dict(getattr(trial, "params", None) or {}), stored,
+                     value if trial.state.name == "COMPLETE" else None)
+        attrs: Attrs = Attrs(stored, where)
         return cls(
             number=number, state=trial.state.name, params=dict(trial.params),
             value=None if value is None else float(value),
@@ -280,3 +288,24 @@ def trial_attrs(*, is_default: bool, run_id: str, host: Mapping[str, Any],
     if speedup is not None:
         attrs[K.SPEEDUP] = speedup
     return attrs
+
+
+def record_checksum(params: Mapping[str, Any], attrs: Mapping[str, Any],
+                    value: float | None) -> str:
+    """What a finished trial's record must still hash to when read: its params, its user
+    attributes (the checksum itself aside) and, for a complete trial, its value. A flipped bit
+    in a stored string then shows as corruption instead of a wrong value shown as if whole."""
+    body = {"params": dict(params), "value": value,
+            "attrs": {k: v for k, v in attrs.items() if k != TrialKey.CHECKSUM}}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def check_record(number: int, params: Mapping[str, Any], attrs: Mapping[str, Any],
+                 value: float | None) -> None:
+    written = attrs.get(TrialKey.CHECKSUM)
+    if written is None:
+        return  # written by an older version, or not finished by autotune
+    if written != record_checksum(params, attrs, value):
+        raise StorageError(f"trial {number} is corrupt: its stored record no longer matches the "
+                           "checksum written with it; restore a copy of the storage")

@@ -21,7 +21,7 @@ STORED_TRIAL_KEYS = {
     "sizes_complete", "bench_seconds", "controller_seconds", "nodes", "node_names", "node_group",
     "acquire_seconds", "dispatch_seconds", "fail_reason", "fail_detail", "stderr_tail", "scores",
     "speedup", "partial_speedup", "skipped", "requeued_from", "requeue_reason", "warm_start",
-    "explored"}
+    "explored", "checksum"}
 
 
 def test_key_strings_stay_those_of_stored_studies():
@@ -144,7 +144,8 @@ def test_writer_keeps_the_controller_keys_and_reads_back(tmp_path):
     assert "scores" not in failed and "speedup" not in failed
     assert len(failed["fail_detail"]) == 500 and len(failed["stderr_tail"]) == 4000
     assert set(complete) | set(failed) | {"partial_speedup", "skipped", "requeued_from",
-                                          "requeue_reason", "warm_start", "explored"} \
+                                          "requeue_reason", "warm_start", "explored",
+                                          "checksum"} \
         == STORED_TRIAL_KEYS
     study = new_study(tmp_path)
     add_trial(study, "self,sm", "COMPLETE", attrs=complete)
