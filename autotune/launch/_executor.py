@@ -12,6 +12,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 
 from ._base import Command, RunResult
 
@@ -70,22 +71,26 @@ def tagged_processes(tag: str) -> list[int]:
     return found
 
 
-def launch_members(sid: int, tag: str | None) -> list[int]:
-    """The launch's session, and with a tag whatever left the session but carries it."""
-    members = set(session_members(sid))
-    if tag:
-        members.update(tagged_processes(tag))
-    return sorted(members)
-
-
 def kill_session(proc: subprocess.Popen, tag: str | None = None) -> None:
-    """TERM every process of the launch (its session, and every process carrying its tag), KILL
-    what outlives a grace; return only when none is left alive (mpirun exiting is not enough:
-    its ranks may still be running, and a helper may have left the session)."""
-    sid = proc.pid
+    """TERM every process of the launch's session, KILL what outlives a grace; return only when
+    none is left alive (mpirun exiting is not enough: its ranks may still be running). Then the
+    same for processes that left the session but carry the launch's tag, after ORPHAN_GRACE for
+    them to end on their own (a daemon of the MPI runtime cleaning up its session directory)."""
+    _kill(proc, lambda: session_members(proc.pid))
+    if tag and tagged_processes(tag):
+        deadline = time.monotonic() + ORPHAN_GRACE_SECONDS
+        while time.monotonic() < deadline and tagged_processes(tag):
+            time.sleep(0.05)
+        _kill(proc, lambda: tagged_processes(tag))
+
+
+ORPHAN_GRACE_SECONDS = 1.0
+
+
+def _kill(proc: subprocess.Popen, members_of: Callable[[], list[int]]) -> None:
     for sig, grace in ((signal.SIGTERM, KILL_GRACE_SECONDS), (signal.SIGKILL, 5.0)):
         proc.poll()  # reap mpirun so it does not count as alive
-        members = launch_members(sid, tag)
+        members = members_of()
         if not members:
             break
         for pid in members:
@@ -96,7 +101,7 @@ def kill_session(proc: subprocess.Popen, tag: str | None = None) -> None:
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
             proc.poll()
-            if not launch_members(sid, tag):
+            if not members_of():
                 break
             time.sleep(0.02)
         else:
