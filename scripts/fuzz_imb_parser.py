@@ -161,24 +161,46 @@ def run_case(text: str) -> str:
     return "accepted"
 
 
-def fuzz(corpus: list[str], cases: int, seed: int) -> tuple[Counter, list[str]]:
-    """Counts per outcome ('accepted', 'rejected', 'insane', 'uncaught <Type>') and examples."""
+def fuzz(corpus: list[str], cases: int, seed: int, run=None,
+         mutate_with=None) -> tuple[Counter, list[str]]:
+    """Counts per outcome ('accepted', 'rejected', 'insane', 'uncaught <Type>') and examples.
+    `run` (text -> outcome) and `mutate_with` default to this script's IMB ones; the kernel
+    output fuzz (fuzz_kernel_parser.py) passes its own."""
+    run = run or run_case
+    mutate_with = mutate_with or mutate
     rng = random.Random(seed)
     counts: Counter = Counter()
     examples: list[str] = []
     for _ in range(cases):
-        text = mutate(rng, rng.choice(corpus))
+        text = mutate_with(rng, rng.choice(corpus))
         try:
-            counts[run_case(text)] += 1
+            counts[run(text)] += 1
         except AssertionError as exc:
             counts["insane"] += 1
-            examples.append(f"insane: {exc} in {text[:300]!r}")
+            examples.append(f"insane: {str(exc)[:200]} in {text[:300]!r}")
         except BaseException as exc:  # counting what escaped is the point
             if isinstance(exc, KeyboardInterrupt):
                 raise
             counts[f"uncaught {type(exc).__name__}"] += 1
-            examples.append(f"{type(exc).__name__}: {exc} in {text[:300]!r}")
+            examples.append(f"{type(exc).__name__}: {str(exc)[:200]} in {text[:300]!r}")
     return counts, examples
+
+
+def report(corpus: list[str], cases: int, seed: int, counts: Counter, examples: list[str],
+           seconds: float, rejected_as: str) -> int:
+    """Print the figures; exit status 1 when anything escaped or was accepted insane."""
+    bad = {k: v for k, v in counts.items() if k.startswith("uncaught") or k == "insane"}
+    print(f"corpus:   {len(corpus)} files")
+    print(f"cases:    {cases} (seed {seed})")
+    print(f"accepted: {counts['accepted']}")
+    print(f"rejected: {counts['rejected']} ({rejected_as})")
+    print(f"insane:   {counts['insane']}")
+    print("uncaught: " + (", ".join(f"{k[9:]}={v}" for k, v in sorted(bad.items())
+                                    if k != "insane") or "0"))
+    print(f"seconds:  {seconds:.1f}")
+    for line in examples[:5]:
+        print("  " + line)
+    return 1 if bad else 0
 
 
 def main() -> int:
@@ -190,19 +212,8 @@ def main() -> int:
     corpus = load_corpus(args.corpus or DEFAULT_CORPUS)
     start = time.perf_counter()
     counts, examples = fuzz(corpus, args.cases, args.seed)
-    seconds = time.perf_counter() - start
-    bad = {k: v for k, v in counts.items() if k.startswith("uncaught") or k == "insane"}
-    print(f"corpus:   {len(corpus)} files")
-    print(f"cases:    {args.cases} (seed {args.seed})")
-    print(f"accepted: {counts['accepted']}")
-    print(f"rejected: {counts['rejected']} (ImbOutputError)")
-    print(f"insane:   {counts['insane']}")
-    print("uncaught: " + (", ".join(f"{k[9:]}={v}" for k, v in sorted(bad.items())
-                                    if k != "insane") or "0"))
-    print(f"seconds:  {seconds:.1f}")
-    for line in examples[:5]:
-        print("  " + line)
-    return 1 if bad else 0
+    return report(corpus, args.cases, args.seed, counts, examples,
+                  time.perf_counter() - start, "ImbOutputError")
 
 
 if __name__ == "__main__":

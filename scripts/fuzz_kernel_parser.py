@@ -170,23 +170,10 @@ def run_case(text: str, parse=parse_kernel_output) -> str:
 
 def fuzz(corpus: list[str], cases: int, seed: int,
          parse=parse_kernel_output) -> tuple[Counter, list[str]]:
-    """Counts per outcome ('accepted', 'rejected', 'insane', 'uncaught <Type>') and examples."""
-    rng = random.Random(seed)
-    counts: Counter = Counter()
-    examples: list[str] = []
-    for _ in range(cases):
-        text = mutate(rng, rng.choice(corpus))
-        try:
-            counts[run_case(text, parse)] += 1
-        except AssertionError as exc:
-            counts["insane"] += 1
-            examples.append(f"insane: {str(exc)[:200]} in {text[:300]!r}")
-        except BaseException as exc:  # counting what escaped is the point
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            counts[f"uncaught {type(exc).__name__}"] += 1
-            examples.append(f"{type(exc).__name__}: {str(exc)[:200]} in {text[:300]!r}")
-    return counts, examples
+    """Counts per outcome ('accepted', 'rejected', 'insane', 'uncaught <Type>') and examples:
+    the IMB fuzz loop, run with this script's mutations and kernel-output checks."""
+    return imb_fuzz.fuzz(corpus, cases, seed, run=lambda text: run_case(text, parse),
+                         mutate_with=mutate)
 
 
 def main() -> int:
@@ -200,15 +187,8 @@ def main() -> int:
     corpus = load_corpus(args.corpus or DEFAULT_CORPUS)
     start = time.perf_counter()
     counts, examples = fuzz(corpus, args.cases, args.seed)
-    seconds = time.perf_counter() - start
-    bad = {k: v for k, v in counts.items() if k.startswith("uncaught") or k == "insane"}
-    uncaught = ", ".join(f"{k[9:]}={v}" for k, v in sorted(bad.items()) if k != "insane") or "0"
-    print(f"corpus: {len(corpus)} files, cases: {args.cases} (seed {args.seed})")
-    print(f"accepted: {counts['accepted']}  rejected: {counts['rejected']} (own error)  "
-          f"insane: {counts['insane']}  uncaught: {uncaught}  seconds: {seconds:.1f}")
-    for line in examples[:5]:
-        print("  " + line)
-    return 1 if bad else 0
+    return imb_fuzz.report(corpus, args.cases, args.seed, counts, examples,
+                           time.perf_counter() - start, "own error")
 
 
 if __name__ == "__main__":

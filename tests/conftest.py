@@ -1,10 +1,10 @@
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests import cli_runner
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -12,20 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def autotune_cli(tmp_path):
     """Run the installed `autotune` console script as a user would, in a private AUTOTUNE_HOME."""
-    exe = shutil.which("autotune", path=str(Path(sys.executable).parent)) or "autotune"
-    env = dict(os.environ, AUTOTUNE_HOME=str(tmp_path / "home"), COLUMNS="200")
-    env.pop("AUTOTUNE_STORAGE", None)
-
-    def run(*args, timeout=900, check=False, extra_env=None):
-        proc = subprocess.run([exe, *args], capture_output=True, text=True,
-                              env={**env, **(extra_env or {})},
-                              timeout=timeout, stdin=subprocess.DEVNULL, cwd=tmp_path)
-        if check and proc.returncode != 0:
-            raise AssertionError(f"autotune {' '.join(args)} failed ({proc.returncode}):\n"
-                                 f"{proc.stdout}\n{proc.stderr}")
-        return proc
-
-    return run
+    return cli_runner(tmp_path / "home", tmp_path)
 
 
 @pytest.fixture(scope="session")
@@ -34,3 +21,16 @@ def mpirun():
     if not path:
         pytest.fail("mpirun not found: the test command installs Open MPI (see README)")
     return path
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB tmpfs to fill (disk-full cases); needs root to mount, skipped with the reason."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root): {proc.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)

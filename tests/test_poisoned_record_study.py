@@ -11,6 +11,8 @@ import json
 import optuna
 import pytest
 
+from tests import cli_runner
+
 # The knob reaches the ranks as OMPI_MCA_mpi_autotune_test_poison_record (mpirun exports every
 # --mca value); only "1" poisons: "2" is an ordinary configuration that must complete.
 SPACE = """\
@@ -25,23 +27,13 @@ KNOB = "mpi_autotune_test_poison_record"
 
 @pytest.fixture(scope="module")
 def study_run(tmp_path_factory, mpirun):
-    import os
-    import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
-
     home = tmp_path_factory.mktemp("home")
     (home / "space.yaml").write_text(SPACE)
     storage = f"sqlite:///{home / 'study.db'}"
-    exe = shutil.which("autotune", path=str(Path(sys.executable).parent)) or "autotune"
-    env = dict(os.environ, AUTOTUNE_HOME=str(home), COLUMNS="200")
-    env.pop("AUTOTUNE_STORAGE", None)
+    runner = cli_runner(home, home, storage)
 
     def cli(*args):
-        return subprocess.run([exe, *args, "--storage", storage], capture_output=True, text=True,
-                              env=env, timeout=300, stdin=subprocess.DEVNULL, cwd=home,
-                              check=False)
+        return runner(*args, timeout=300, check=False)
 
     run = cli("start", "--collective", "allreduce", "--nodes", "1", "--ppn", "2",
               "--space", str(home / "space.yaml"), "--trials", "3", "--strategy", "grid",

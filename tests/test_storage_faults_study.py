@@ -1,6 +1,5 @@
 """A real study outlives a reader that holds its database past the busy timeout: the wait is
 named ("locked by another process"), the run finishes, nothing stored is lost."""
-import os
 import sqlite3
 import subprocess
 import threading
@@ -8,6 +7,8 @@ import time
 
 import optuna
 import pytest
+
+from tests.storage import fill_disk
 
 
 def complete_trials(db):
@@ -21,19 +22,28 @@ def complete_trials(db):
         return 0
 
 
+def wait_for_a_complete_trial(db):
+    deadline = time.monotonic() + 120
+    while complete_trials(db) < 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def study_argv(db, seed):
+    """A small real study (4 trials, 4 sizes) whose storage is `db`."""
+    return ["start", "--collective", "allreduce", "--ppn", "2", "--sizes", "8:256",
+            "--repetitions", "3", "--stages", "1", "--time-per-size", "0.002", "--trials", "4",
+            "--space", "openmpi-tuned", "--no-check-live", "--confirm", "0", "--seed", str(seed),
+            "--storage", f"sqlite:///{db}", "--foreground"]
+
+
 @pytest.mark.mpi
 def test_a_reader_holding_the_database_does_not_end_the_run(autotune_cli, tmp_path):
     db = tmp_path / "held.db"
-    argv = ["start", "--collective", "allreduce", "--ppn", "2", "--sizes", "8:256",
-            "--repetitions", "3", "--stages", "1", "--time-per-size", "0.002", "--trials", "4",
-            "--space", "openmpi-tuned", "--no-check-live", "--confirm", "0", "--seed", "1",
-            "--storage", f"sqlite:///{db}", "--foreground"]
+    argv = study_argv(db, seed=1)
     held = threading.Event()
 
     def hold_when_the_first_trial_is_in():
-        deadline = time.monotonic() + 120
-        while complete_trials(db) < 1 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_for_a_complete_trial(db)
         con = sqlite3.connect(db, isolation_level=None)
         con.execute("BEGIN")
         con.execute("SELECT count(*) FROM trials").fetchall()  # a shared lock, kept
@@ -46,9 +56,10 @@ def test_a_reader_holding_the_database_does_not_end_the_run(autotune_cli, tmp_pa
     holder.start()
     proc = autotune_cli(*argv, extra_env={"AUTOTUNE_SQLITE_TIMEOUT": "0.5"}, timeout=300)
     holder.join()
-    assert held.is_set()
+    assert held.is_set(), "the run ended before its first trial was stored"
     assert proc.returncode == 0, proc.stderr
-    assert "locked by another process" in proc.stderr and "internal error" not in proc.stderr
+    assert "locked by another process" in proc.stderr and "internal error" not in proc.stderr, \
+        proc.stderr[-3000:]
     name = optuna.get_all_study_summaries(f"sqlite:///{db}")[0].study_name
     trials = optuna.load_study(study_name=name, storage=f"sqlite:///{db}").trials
     launched = [t for t in trials if not t.user_attrs.get("skipped")]
@@ -56,44 +67,14 @@ def test_a_reader_holding_the_database_does_not_end_the_run(autotune_cli, tmp_pa
     assert subprocess.run(["pgrep", "-f", str(db)], capture_output=True).returncode == 1
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here (needs root): {proc.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def fill(disk):
-    filler = disk / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
-    try:
-        while os.write(fd, b"\0" * 4096):
-            pass
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    return filler
-
-
 @pytest.mark.mpi
 def test_a_full_disk_mid_study_pauses_the_run_until_space_comes_back(autotune_cli, small_disk):
     db = small_disk / "full.db"
-    argv = ["start", "--collective", "allreduce", "--ppn", "2", "--sizes", "8:256",
-            "--repetitions", "3", "--stages", "1", "--time-per-size", "0.002", "--trials", "4",
-            "--space", "openmpi-tuned", "--no-check-live", "--confirm", "0", "--seed", "2",
-            "--storage", f"sqlite:///{db}", "--foreground"]
+    argv = study_argv(db, seed=2)
 
     def fill_after_the_first_trial_then_free():
-        deadline = time.monotonic() + 120
-        while complete_trials(db) < 1 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        filler = fill(small_disk)
+        wait_for_a_complete_trial(db)
+        filler = fill_disk(small_disk)
         time.sleep(4.0)
         filler.unlink()
 
@@ -112,7 +93,7 @@ def test_a_full_disk_mid_study_pauses_the_run_until_space_comes_back(autotune_cl
 def test_no_room_for_the_lock_file_is_a_one_line_disk_full(autotune_cli, small_disk):
     home = small_disk / "home"
     home.mkdir()
-    fill(small_disk)
+    fill_disk(small_disk)
     proc = autotune_cli("start", "--collective", "allreduce", "--ppn", "2", "--foreground",
                         "--storage", f"sqlite:///{small_disk.parent / 'elsewhere.db'}",
                         extra_env={"AUTOTUNE_HOME": str(home)}, timeout=120)

@@ -6,6 +6,8 @@ import json
 import optuna
 import pytest
 
+from tests import cli_runner
+
 pytestmark = pytest.mark.mpi
 
 # The knob reaches the ranks as OMPI_MCA_mpi_autotune_test_corrupt_rank (mpirun exports every
@@ -22,25 +24,13 @@ STUDY = "allreduce-1n2p-test-wrong-result"
 
 @pytest.fixture(scope="module")
 def study_run(tmp_path_factory, mpirun):
-    import os
-    import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
-
     home = tmp_path_factory.mktemp("home")
     (home / "space.yaml").write_text(SPACE)
     storage = f"sqlite:///{home / 'study.db'}"
-    exe = shutil.which("autotune", path=str(Path(sys.executable).parent)) or "autotune"
-    env = dict(os.environ, AUTOTUNE_HOME=str(home), COLUMNS="200")
-    env.pop("AUTOTUNE_STORAGE", None)
+    runner = cli_runner(home, home, storage)
 
     def cli(*args):
-        proc = subprocess.run([exe, *args, "--storage", storage], capture_output=True, text=True,
-                              env=env, timeout=300, stdin=subprocess.DEVNULL, cwd=home,
-                              check=False)
-        assert proc.returncode == 0, f"autotune {' '.join(args)}: {proc.returncode}\n{proc.stderr}"
-        return proc
+        return runner(*args, timeout=300, check=True)
 
     def start(trials):
         return cli("start", "--collective", "allreduce", "--nodes", "1", "--ppn", "2",

@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import BenchmarkOutputError, EnvironmentProblem, InputError
-from ._base import Benchmark, BenchmarkOutput, BenchmarkRequest, SizeTiming
+from ._base import Benchmark, BenchmarkOutput, BenchmarkRequest, SizeTiming, check_timing
 from ._imb_output import parse_imb_output
 
 IMB_NAMES = {"allreduce": "Allreduce", "allgather": "Allgather", "alltoall": "Alltoall",
@@ -135,8 +135,8 @@ class ImbBenchmark(Benchmark):
             values = (row.t_max_us, row.t_min_us, row.t_avg_us)
             if any(v is None or not math.isfinite(v) or v <= 0 for v in values):
                 raise BenchmarkOutputError(f"IMB: {size} B: no positive t_min/t_max/t_avg")
-            timings[size] = SizeTiming(size=size, iters=max(1, row.repetitions),
-                                       t_max_us=row.t_max_us, t_min_us=row.t_min_us,
-                                       t_avg_us=row.t_avg_us)
+            timings[size] = check_timing(SizeTiming(  # the kernel's plausibility bounds too
+                size=size, iters=max(1, row.repetitions), t_max_us=row.t_max_us,
+                t_min_us=row.t_min_us, t_avg_us=row.t_avg_us))
         return BenchmarkOutput(ranks=request.ranks, timings=timings, mpi_library="IMB-MPI1 "
                                + output.version if output.version else "IMB-MPI1")

@@ -3,6 +3,8 @@ controller writes (literal keys: this pins the stored format that old studies ha
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import optuna
@@ -96,3 +98,17 @@ def reload(study: optuna.Study, tmp_path, db: str = "t.db") -> optuna.Study:
     """The same study read back through a fresh storage object (nothing cached)."""
     return optuna.load_study(study_name=study.study_name,
                              storage=open_storage(f"sqlite:///{tmp_path / db}"))
+
+
+def fill_disk(disk: Path) -> Path:
+    """Fill the file system of `disk` to the last byte with one file, returned (unlink it to free)."""
+    filler = disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return filler

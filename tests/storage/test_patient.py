@@ -1,7 +1,5 @@
 """A locked database and a full disk are waited out, named, and lose nothing (real SQLite)."""
-import os
 import sqlite3
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -11,6 +9,7 @@ import pytest
 
 from autotune.errors import StorageError
 from autotune.storage._patient import PatientStorage, cause_of
+from tests.storage import fill_disk
 
 
 def rdb(path: Path, busy_seconds: float) -> optuna.storages.RDBStorage:
@@ -61,33 +60,13 @@ def test_past_the_limit_the_lock_is_a_named_one_line_error(tmp_path):
     reader.join()
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {proc.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
 def test_a_full_disk_pauses_and_resumes_when_space_comes_back(small_disk):
     path = small_disk / "s.db"
     heard = []
     storage = PatientStorage(rdb(path, 5), str(path), notify=heard.append)
     study = optuna.create_study(storage=storage, study_name="s")
     study.set_user_attr("before", "kept")
-    filler = small_disk / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
-    try:  # fill the disk to the last byte
-        while os.write(fd, b"\0" * 4096):
-            pass
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    filler = fill_disk(small_disk)
     threading.Timer(2.0, filler.unlink).start()  # space comes back
     study.set_user_attr("big", "x" * 200_000)  # does not fit until the filler is gone
     assert storage.waited["full"] >= 1 and heard[0].startswith(f"disk full at {path}")
