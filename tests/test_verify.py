@@ -22,7 +22,7 @@ from autotune.verify import (Arm, EndOfStudyVerifier, Rounds, agreement, choose_
 from tests.storage import CONFIG, add_trial, controller_attrs, new_study
 
 ROOT = Path(__file__).resolve().parent.parent
-IMB_DIR = ROOT.parent / "shared" / "tools" / "imb"
+IMB_DIR = (ROOT.parent / "shared" / "tools" / "imb").resolve()  # autotune stores it resolved
 PLAN = MeasurementPlan(collective="allreduce", nodes=1, ppn=2, sizes=(8, 1024), repetitions=2,
                        stages=2, time_per_size=0.01)
 DEFAULT = Arm(LaunchSettings(), {}, True)

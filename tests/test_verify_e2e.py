@@ -17,7 +17,7 @@ from autotune.storage import CONFIRMATION_ATTR, stored_verification
 from autotune.verify import agreement
 
 ROOT = Path(__file__).resolve().parent.parent
-IMB_DIR = ROOT.parent / "shared" / "tools" / "imb"
+IMB_DIR = (ROOT.parent / "shared" / "tools" / "imb").resolve()  # autotune stores it resolved
 CLAIM = (1.1, (1.02, 1.2))  # what the (written) confirmation claims for trial 1
 
 

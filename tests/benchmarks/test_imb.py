@@ -9,7 +9,7 @@ from autotune.errors import BenchmarkOutputError, EnvironmentProblem, InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "imb"
-IMB_DIR = ROOT.parent / "shared" / "tools" / "imb"
+IMB_DIR = (ROOT.parent / "shared" / "tools" / "imb").resolve()  # autotune stores it resolved
 
 
 def request(sizes, collective="allreduce", ranks=2):
