@@ -10,7 +10,9 @@ import click
 
 from .. import __version__
 from ..errors import AutotuneError
+from .analyze import analyze
 from .grid import bench, grid
+from .report import report
 from .results import best, export, history
 from .spaces import probe, spaces
 from .start import logs, start, status, stop
@@ -23,8 +25,8 @@ def cli() -> None:
     """Find the fastest MPI runtime configuration for a collective on the nodes you have."""
 
 
-for command in (start, status, stop, logs, history, best, export, verify, probe, spaces, grid,
-                bench):
+for command in (start, status, stop, logs, history, best, export, verify, report, analyze, probe,
+                spaces, grid, bench):
     cli.add_command(command)
 
 

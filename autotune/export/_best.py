@@ -13,6 +13,7 @@ from optuna.trial import TrialState
 from ..claims import interval_text, trust_lines, verification_for
 from ..errors import InputError, SpaceError, StorageError
 from ..noise import NoiseFloor, noise_floor
+from ..rules import RuleSet
 from ..space import check_args, check_name, check_value
 from ..storage import (StoredVerification, StudyConfig, TrialRecord, stored_config,
                        stored_confirmation, stored_verification)
@@ -42,6 +43,7 @@ class BestConfig:
     verification: StoredVerification | None = None  # the independent check of this trial
     noise: NoiseFloor | None = None  # the allocation's default-vs-default spread
     force: bool = False  # write the settings even where the independent check disagrees
+    rules: RuleSet | None = None  # measured per-size rules (None: one global configuration)
 
     @property
     def disagrees(self) -> bool:
