@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table as RichTable
 from rich.text import Text
 
@@ -73,7 +74,7 @@ def print_table(table: Table) -> None:
     if sys.stdout.isatty():
         drawn = RichTable(title=table.title or None, title_justify="left")
         for column in table.columns:
-            drawn.add_column(column, overflow="fold")  # a long word is folded, never cut
+            drawn.add_column(escape(column), overflow="fold")  # a long word is folded, never cut
         for row in table.rows:
             drawn.add_row(*(Text(cell) for cell in row))
         Console(highlight=False).print(drawn)

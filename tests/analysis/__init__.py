@@ -1,0 +1,1 @@
+"""autotune.analysis: curves, Hockney fits, cliffs, IMB files as curves."""
