@@ -71,27 +71,47 @@ def best(fmt: str, study_name: str | None, storage: str | None) -> None:
 
 @click.command()
 @click.option("--format", "fmt", type=LazyChoice(_exporters), default="env", show_default=True,
-              help="file format (env: a file to `source`)")
+              help="file format (env: a file to `source`; ompi-rules: Open MPI coll_tuned "
+                   "dynamic rules; mpich-json: MPICH collective selection; ucc-tune: "
+                   "UCC_TL_UCP_TUNE)")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="write to FILE instead of standard output")
 @click.option("--force", is_flag=True,
               help="write the settings even when the independent check (autotune verify) "
                    "disagrees with the search")
+@click.option("--rules-format", type=click.Choice(["classic", "v2", "json"]), default=None,
+              help="ompi-rules only: classic (every release), v2 (rule-file-version-2, Open MPI "
+                   ">= 5.0.7), json (Open MPI >= 6.0); default: the newest the probed version "
+                   "reads")
+@click.option("--mpich-base", type=click.Path(dir_okay=False), default=None,
+              help="mpich-json only: MPICH's own selection file; the tuned collective's branch "
+                   "replaces its own (MPICH reads the exported file instead of its built-in one)")
 @study_option
 @storage_option
-def export(fmt: str, output: str | None, force: bool, study_name: str | None,
-           storage: str | None) -> None:
+def export(fmt: str, output: str | None, force: bool, rules_format: str | None,
+           mpich_base: str | None, study_name: str | None, storage: str | None) -> None:
     """Write the best configuration as a file (see --format)."""
     import dataclasses
+    import os
 
-    from ..export import EXPORTERS, best_config
+    from ..export import ExportOptions, best_config, export_text, reader_hint
 
+    if rules_format and fmt != "ompi-rules":
+        raise InputError("--rules-format applies to --format ompi-rules only")
+    if mpich_base and fmt != "mpich-json":
+        raise InputError("--mpich-base applies to --format mpich-json only")
     if output:
         check_output_path(output, "export -o")  # refuse before reading the study
+    path = os.path.abspath(output) if output else None
     best = dataclasses.replace(best_config(open_study(storage, study_name)), force=force)
-    _write(EXPORTERS[fmt](best), output, "export -o")
+    text = export_text(fmt, best, ExportOptions(path=path, rules_format=rules_format,
+                                                mpich_base=mpich_base))
+    _write(text, output, "export -o")
     if best.disagrees:
         click.echo("autotune: warning: the independent check disagrees with the search ("
                    + ("settings written anyway: --force" if force else
                       "the file recommends the untuned stack, its settings commented out; "
                       "--force writes them") + ")", err=True)
+    hint = reader_hint(fmt, best, path) if path else None
+    if hint:
+        click.echo(f"autotune: {hint}", err=True)

@@ -2,10 +2,15 @@
 
 - ``env``: a file to `source` before mpirun (env vars, OMPI_MCA_*, mpirun options in a variable);
 - ``json``: one JSON document with params, settings, speedup and its confirmed interval;
-- ``mca-params``: an Open MPI mca-params.conf with the MCA settings.
+- ``mca-params``: an Open MPI mca-params.conf with the MCA settings;
+- ``ompi-rules``: an Open MPI coll_tuned dynamic rules file (classic, rule-file-version-2 or JSON,
+  by the probed version), the algorithm of each message-size band at the measured size;
+- ``mpich-json``: an MPICH collective selection file (MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE);
+- ``ucc-tune``: a file to `source` that sets UCC_TL_UCP_TUNE where the best configuration uses UCC.
 
 Every exporter takes a BestConfig and returns text; settings read from storage are checked
-against the search-space allow-lists first (check_exportable).
+against the search-space allow-lists first (check_exportable). The rule formats also take
+ExportOptions (where the file goes, a format override): call them through export_text.
 """
 
 from collections.abc import Callable
@@ -15,6 +20,10 @@ from ._best import (BestConfig, best_config, check_exportable, describe_sizes, h
 from ._env import MPIRUN_ARGS_VAR, env_file
 from ._json import json_file
 from ._mca_params import mca_params_file
+from ._mpich_json import mpich_json_file
+from ._ompi_rules import RULES_FORMATS, ompi_rules_file, ompi_rules_text, pick_format
+from ._options import ExportOptions
+from ._ucc_tune import TUNE_VAR, ucc_tune_file
 
 Exporter = Callable[[BestConfig], str]
 
@@ -22,8 +31,48 @@ EXPORTERS: dict[str, Exporter] = {
     "env": env_file,
     "json": json_file,
     "mca-params": mca_params_file,
+    "ompi-rules": ompi_rules_file,
+    "mpich-json": mpich_json_file,
+    "ucc-tune": ucc_tune_file,
 }
+WITH_OPTIONS = frozenset({"ompi-rules", "mpich-json", "ucc-tune"})
+JSON_SCHEMA = "json-export.schema.json"  # package data: the JSON Schema of --format json
 
-__all__ = ["EXPORTERS", "MPIRUN_ARGS_VAR", "BestConfig", "Exporter", "best_config",
-           "check_exportable", "describe_sizes", "env_file", "header_lines", "json_file",
-           "mca_params_file", "printable", "withhold"]
+
+def json_schema() -> dict:
+    """The JSON Schema that every `--format json` document satisfies (tools can validate)."""
+    import json
+    from importlib.resources import files
+
+    return json.loads(files(__name__).joinpath(JSON_SCHEMA).read_text("utf-8"))
+
+
+def export_text(fmt: str, best: BestConfig, options: ExportOptions | None = None) -> str:
+    """The file of format `fmt`; options reach the formats that use them."""
+    exporter = EXPORTERS[fmt]
+    if fmt in WITH_OPTIONS:
+        return exporter(best, options=options or ExportOptions())  # type: ignore[call-arg]
+    return exporter(best)
+
+
+def reader_hint(fmt: str, best: BestConfig, path: str) -> str | None:
+    """One line for the rule formats: what makes the MPI library read the file just written to
+    `path` (a JSON rules file has no room for it; the others say it in their header)."""
+    from . import _mpich_json, _ompi_rules
+
+    if fmt == "ompi-rules":
+        settings = _ompi_rules.reader_settings(path)
+        return "Open MPI reads it with " + " ".join(f"--mca {k} {v}" for k, v in settings.items())
+    if fmt == "mpich-json" and best.config is not None:
+        settings = _mpich_json.reader_settings(path, best.config.collective)
+        return "MPICH reads it with " + " ".join(f"{k}={v}" for k, v in settings.items()) + (
+            "; it replaces MPICH's whole selection (--mpich-base merges it into MPICH's own)")
+    return None
+
+
+__all__ = ["EXPORTERS", "JSON_SCHEMA", "MPIRUN_ARGS_VAR", "RULES_FORMATS", "TUNE_VAR",
+           "WITH_OPTIONS", "BestConfig", "ExportOptions", "Exporter", "best_config",
+           "check_exportable", "describe_sizes", "env_file", "export_text", "header_lines",
+           "json_file", "json_schema", "mca_params_file", "mpich_json_file", "ompi_rules_file",
+           "ompi_rules_text",
+           "pick_format", "printable", "reader_hint", "ucc_tune_file", "withhold"]

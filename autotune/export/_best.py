@@ -15,8 +15,8 @@ from ..errors import InputError, SpaceError, StorageError
 from ..noise import NoiseFloor, noise_floor
 from ..rules import RuleSet
 from ..space import check_args, check_name, check_value
-from ..storage import (StoredVerification, StudyConfig, TrialRecord, stored_config,
-                       stored_confirmation, stored_verification)
+from ..storage import (StoredRules, StoredVerification, StudyConfig, TrialRecord, stored_config,
+                       stored_confirmation, stored_rules, stored_verification)
 from ..units import format_size
 
 
@@ -44,6 +44,7 @@ class BestConfig:
     noise: NoiseFloor | None = None  # the allocation's default-vs-default spread
     force: bool = False  # write the settings even where the independent check disagrees
     rules: RuleSet | None = None  # measured per-size rules (None: one global configuration)
+    rules_measured: StoredRules | None = None  # how they were chosen and measured
 
     @property
     def disagrees(self) -> bool:
@@ -100,7 +101,18 @@ def best_config(study: optuna.Study) -> BestConfig:
                       confidence=confirmation.confidence if confirmation else 0.95,
                       verification=None if best.is_default else verification_for(
                           stored_verification(study), best.number),
-                      noise=noise_floor(study))
+                      noise=noise_floor(study), **_rules_of(study, best))
+
+
+def _rules_of(study: optuna.Study, best: TrialRecord) -> dict:
+    """Per-size rules go with the export only when they were measured with this configuration's
+    other settings and adopted (faster than the untuned stack, not slower than this one)."""
+    measured = stored_rules(study)
+    if measured is None or measured.trial != best.number:
+        return {}
+    if measured.rules is None or not measured.adopted:
+        return {"rules_measured": measured}
+    return {"rules": measured.rules, "rules_measured": measured}
 
 
 def describe_sizes(config: StudyConfig | None) -> str:
@@ -162,6 +174,8 @@ def header_lines(best: BestConfig, now: dt.datetime) -> list[str]:
                                             ": every setting below is commented out "
                                             "(`autotune export --force` writes them)"))
     lines += [f"# {p(line)}" for line in trust_lines(best.claimed, best.verification, best.noise)]
+    if best.rules_measured is not None:
+        lines.append(f"# per-size rules: {p(best.rules_measured.failed or best.rules_measured.verdict)}")
     if best.is_default:
         lines.append("# The default configuration is the best: no candidate beat it"
                      + (" beyond doubt in the confirmation" if best.confirmed else "")

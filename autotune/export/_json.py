@@ -46,6 +46,9 @@ def json_file(best: BestConfig, now: dt.datetime | None = None) -> str:
         "measured": None if config is None else {
             "collective": config.collective, "nodes": config.nodes, "ppn": config.ppn,
             "space": config.space, "sizes": list(config.sizes)},
+        # measured per-size rules (autotune.rules.RuleSet.to_dict), None for one global setting;
+        # like the settings, withheld when the independent check disagrees
+        "rules": None if best.rules is None or best.withheld else best.rules.to_dict(),
         "completed_trials": best.n_complete,
         "exported": now.isoformat(timespec="seconds"),
     }

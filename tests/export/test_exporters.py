@@ -85,9 +85,9 @@ def test_no_completed_trial(tmp_path):
 
 
 def test_exporters_by_name():
-    assert set(EXPORTERS) == {"env", "json", "mca-params"}
-    for name, exporter in EXPORTERS.items():
-        text = exporter(best())
+    assert set(EXPORTERS) == {"env", "json", "mca-params", "ompi-rules", "mpich-json", "ucc-tune"}
+    for name in ("env", "json", "mca-params"):  # the rule formats need a collective: own tests
+        text = EXPORTERS[name](best())
         assert isinstance(text, str) and text.endswith("\n"), name
 
 
