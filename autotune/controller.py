@@ -61,7 +61,8 @@ class Controller:
                  confirm_rounds: int = 5, confirm_max_rounds: int = 20,
                  confirm_confidence: float = 0.95, infra_retries: int = 2,
                  infra_pause_after: int = 5, infra_pause_seconds: float = 300.0,
-                 verifier: Callable[[Placement, float | None], Any] | None = None) -> None:
+                 verifier: Callable[[Placement, float | None], Any] | None = None,
+                 per_size: Callable[[Placement, float | None], Any] | None = None) -> None:
         self.study = study
         self.space = space
         self.config = config
@@ -100,6 +101,7 @@ class Controller:
         self.infra_pause_after = infra_pause_after
         self.infra_pause_seconds = infra_pause_seconds
         self.verifier = verifier  # (placement, deadline) -> the independent check (verify.py)
+        self.per_size = per_size  # (placement, deadline) -> per-size rules (rules/stage.py)
         self.infra_in_a_row = 0
         self.known_invalid = known_invalid_params(study)
         self.measured = {params_key(t.params): t.number for t in study.get_trials(
@@ -134,6 +136,9 @@ class Controller:
             if not summary.stopped_because or summary.stopped_because.startswith(
                     ("time budget", "done:")):
                 self.run_confirmation(deadline)  # it checks the deadline itself
+                if self.per_size is not None:
+                    with self.placement() as placed:  # it checks the deadline itself too
+                        summary.rules = self.per_size(placed, deadline)
                 if (self.verifier is not None and summary.confirmation is not None
                         and summary.confirmation.best_trial is not None):
                     with self.placement() as placed:  # it checks the deadline itself too

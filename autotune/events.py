@@ -39,6 +39,7 @@ class RunSummary:
     skipped_duplicates: int = 0  # proposals of an already-measured configuration
     confirmation: Any = None  # confirm.Confirmation when the search ended normally
     verification: Any = None  # storage.StoredVerification when the independent check ran
+    rules: Any = None  # storage.StoredRules when the per-size stage ran
 
 
 class Events(Protocol):
@@ -53,6 +54,9 @@ class Events(Protocol):
     def confirmed(self, confirmation: Any) -> None: ...
     def verifying(self, benchmark: str, rounds: int) -> None: ...
     def verified(self, verification: Any, notice: str = "") -> None: ...
+    def ruling(self, variants: int, rounds: int) -> None: ...
+    def composing(self, bands: int, rounds: int) -> None: ...
+    def ruled(self, rules: Any) -> None: ...
 
 
 class SerializedEvents:
@@ -81,3 +85,6 @@ class NullEvents:
     def confirmed(self, confirmation): pass
     def verifying(self, benchmark, rounds): pass
     def verified(self, verification, notice=""): pass
+    def ruling(self, variants, rounds): pass
+    def composing(self, bands, rounds): pass
+    def ruled(self, rules): pass

@@ -112,6 +112,23 @@ class ProgressDisplay:
         else:
             self.console.print(f"confirmed best: trial {confirmation.best_trial}")
 
+    def ruling(self, variants: int, rounds: int) -> None:
+        self.console.print(f"per-size rules: {variants} algorithms x every size, {rounds} "
+                           "interleaved rounds, with the best configuration's other settings")
+        self.progress.update(self.launch_task, description="per-size rules", visible=False)
+
+    def composing(self, bands: int, rounds: int) -> None:
+        self.console.print(f"per-size rules: {bands} bands; measuring the composed rules against "
+                           f"the untuned stack and the best single configuration, {rounds} rounds")
+
+    def ruled(self, rules) -> None:
+        if rules is None:
+            return
+        if rules.rules is not None:
+            for band in rules.rules.bands:
+                self.console.print(f"  {band.label()}: {escape(band.choice.label())}")
+        self.console.print(f"per-size rules: {escape(rules.failed or rules.verdict)}")
+
     def verifying(self, benchmark: str, rounds: int) -> None:
         self.console.print(f"independent check: the confirmed best against the untuned stack with "
                            f"{escape(benchmark)}, {rounds} interleaved rounds")

@@ -30,6 +30,7 @@ from .objective import load_weights, normalize_weights, uniform_weights
 from .probe import Capabilities, HostInfo, parse_node_probe, probe_capabilities, probe_host
 from .space import Removal, SearchSpace, TrialContext, load_space, resolve
 from .storage import (CONFIG_ATTR, FINGERPRINT_ATTR, RESOLUTION_ATTR, StoredSettings, StudyConfig,
+                      autotune_home,
                       default_storage_url, enqueue_default, open_storage, recover_abandoned,
                       stored_config)
 from .strategy import Strategy, make_strategy
@@ -89,6 +90,8 @@ class StartOptions:
     numactl: bool = False  # run the benchmark under `numactl -l` (seeds/000)
     verify: str = "auto"  # auto | yes | no: the independent check at the end (verify.py)
     verify_rounds: int = 20
+    per_size: bool = True  # per-size algorithm rules after the confirmation (rules/stage.py)
+    per_size_rounds: int = 4
 
 
 @dataclass(frozen=True)
@@ -134,7 +137,25 @@ class Session:
                           confirm_top=options.confirm_top, confirm_rounds=options.confirm_rounds,
                           confirm_max_rounds=options.confirm_max_rounds,
                           confirm_confidence=options.confirm_confidence,
-                          verifier=self.verifier(options, events))
+                          verifier=self.verifier(options, events),
+                          per_size=self.per_size_stage(options, events))
+
+    def per_size_stage(self, options: StartOptions, events: Events | None) -> Any:
+        """Per-size algorithm rules, when asked for and the space tunes this collective's
+        coll_tuned algorithm; else None."""
+        from .rules import stage
+
+        config = self.config
+        if not options.per_size or not stage.applies(self.space, config.collective, config.nodes):
+            return None
+        ctx = TrialContext(config.collective, config.nodes)
+        defaults = self.space.defaults(ctx, self.context_values)
+        return stage.PerSizeStage(
+            self.study, self.space, collective=config.collective, nodes=config.nodes,
+            ppn=config.ppn, weights=config.weights, default_params=defaults,
+            default_settings=self.space.settings(defaults, ctx),
+            rules_dir=autotune_home() / "rules", rounds=options.per_size_rounds,
+            seed=options.seed, events=events)
 
     def verifier(self, options: StartOptions, events: Events | None) -> Any:
         """The independent check run when the confirmation names a winner, or None."""

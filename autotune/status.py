@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 from .claims import BELOW_NOISE, below_noise_floor, interval_text, verification_for
 from .noise import noise_floor
 from .storage import (TrialRecord, load_baselines, stored_config, stored_confirmation,
-                      stored_run, stored_verification)
+                      stored_rules, stored_run, stored_verification)
 from .units import format_size
 
 
@@ -50,6 +50,8 @@ class StudyStatus:
     noise_floor: str = ""  # NoiseFloor.describe()
     noise_floor_detail: dict | None = None  # NoiseFloor.to_dict()
     below_noise_floor: bool = False  # the claimed gain lies within the noise floor
+    per_size_rules: str = ""  # the per-size stage's verdict, one line
+    per_size_detail: dict | None = None  # StoredRules.to_dict()
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -77,7 +79,8 @@ class StudyStatus:
                          "the default")
         if self.confirmation:
             lines.append(self.confirmation)
-        lines += [line for line in (self.verification, self.noise_floor) if line]
+        lines += [line for line in (self.verification, self.noise_floor, self.per_size_rules)
+                  if line]
         if self.below_noise_floor:
             lines.append(BELOW_NOISE)
         if self.last_baseline:
@@ -138,7 +141,10 @@ def study_status(study: optuna.Study, storage_url: str | None = None) -> StudySt
         claimed_trial, claimed = best.number, math.exp(-best.value)
     check = verification_for(stored_verification(study), claimed_trial)
     noise = noise_floor(study)
+    rules = stored_rules(study)
     return StudyStatus(
+        per_size_rules=(f"per-size rules: {rules.failed or rules.verdict}" if rules else ""),
+        per_size_detail=rules.to_dict() if rules else None,
         confirmed_best_trial=confirmed_best,
         best_speedup_ci=ci,
         confirmation=conf_line,

@@ -135,6 +135,12 @@ from .options import (
                    "IMB)  [default: when one is available]")
 @click.option("--verify-rounds", type=click.IntRange(min=2), default=20, show_default=True,
               help="interleaved rounds of the independent check")
+@click.option("--per-size/--no-per-size", default=True, show_default=True,
+              help="after the confirmation, choose coll_tuned's algorithm per message-size band "
+                   "(spaces that tune it), and measure the composed rules against the best "
+                   "single configuration")
+@click.option("--per-size-rounds", type=click.IntRange(min=2), default=4, show_default=True,
+              help="interleaved rounds of every algorithm at every size for the per-size rules")
 @study_option
 @storage_option
 def start(trials: int, foreground: bool, launcher_mca: tuple[str, ...], **fields) -> None:

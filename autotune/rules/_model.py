@@ -29,6 +29,8 @@ class AlgorithmChoice:
     max_requests: int = 0
 
     def label(self) -> str:
+        if self.algorithm == 0:
+            return "Open MPI's own decision"
         parts = [f"alg {self.algorithm}"]
         if self.segsize:
             parts.append(f"seg {format_size(self.segsize)}")

@@ -11,10 +11,11 @@ from ._queue import (NEVER_AGAIN, enqueue_default, known_invalid_params, params_
 from ._open import (autotune_home, default_storage_url, load_existing_study, open_storage,
                     quiet_optuna, redact, study_names)
 from ._schema import (BASELINE_PREFIX, CONFIG_ATTR, CONFIRMATION_ATTR, FINGERPRINT_ATTR,
-                      RESOLUTION_ATTR, RUN_ATTR, STUDY_KEYS, VERIFICATION_ATTR, StoredSettings,
+                      RESOLUTION_ATTR, RULES_ATTR, RUN_ATTR, STUDY_KEYS, VERIFICATION_ATTR, StoredSettings,
                       TrialKey,
                       TrialRecord, failure_attrs, record_checksum, requeue_attrs, run_attrs,
                       trial_attrs)
+from ._rules import Comparison, RuleVariant, StoredRules, save_rules, stored_rules
 from ._study import (ConfirmedCandidate, StoredConfirmation, StoredRun, StoredVerification,
                      VerifiedSize, stored_confirmation, stored_run, stored_verification)
 from ._trials import (HISTORY_COLUMNS, SIZE_COLUMNS, StudyConfig, history_frame, stored_config,
@@ -31,4 +32,5 @@ __all__ = [
     "enqueue_default", "known_invalid_params", "params_key", "recover_abandoned",
     "VERIFICATION_ATTR", "StoredVerification", "VerifiedSize", "stored_verification",
     "NEVER_AGAIN", "PatientStorage", "record_checksum",
+    "RULES_ATTR", "Comparison", "RuleVariant", "StoredRules", "save_rules", "stored_rules",
 ]

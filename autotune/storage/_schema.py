@@ -28,9 +28,10 @@ FINGERPRINT_ATTR = "autotune.fingerprint"  # the machine the study runs on (chec
 RESOLUTION_ATTR = "autotune.resolution"  # space resolution: removed knobs, context, mpi, ucx, host
 CONFIRMATION_ATTR = "autotune.confirmation"  # confirm.Confirmation.to_dict() of the last confirmation
 VERIFICATION_ATTR = "autotune.verification"  # StoredVerification.to_dict(): the independent check
+RULES_ATTR = "autotune.rules"  # StoredRules.to_dict(): per-size algorithm rules and their measurement
 
 STUDY_KEYS = (CONFIG_ATTR, RUN_ATTR, FINGERPRINT_ATTR, RESOLUTION_ATTR, CONFIRMATION_ATTR,
-              VERIFICATION_ATTR)
+              VERIFICATION_ATTR, RULES_ATTR)
 
 
 class TrialKey:

@@ -1,0 +1,294 @@
+"""The per-size stage, run after the confirmation: with the best configuration's other settings
+(UCX, pml, mapping) fixed, every coll_tuned algorithm of the study's collective is measured at
+every size in interleaved rounds; the bands are chosen from those measurements (_select), written
+as an Open MPI rules file, and the composed rules are measured against the untuned stack and the
+best single configuration in rounds of their own before the export may use them.
+
+Why measure instead of reusing the search's per-size data: the search measured each algorithm
+with other global settings, under pruning (small sizes only for a loser) and against defaults
+taken minutes apart; choosing a band's algorithm needs every (size, algorithm) pair, measured in
+the same conditions. The search still supplies each algorithm's best sub-parameters (segment
+size, fan-out, request limit).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import optuna
+from optuna.trial import TrialState
+
+from .. import objective
+from ..measure import LaunchFailed, Measurer, PlannedLaunch
+from ..space import LaunchSettings, SearchSpace, TrialContext
+from ..stats import mean_interval
+from ..storage import Comparison, RuleVariant, StoredRules, TrialRecord, save_rules
+from ._model import AlgorithmChoice, RuleSet, choice_from_params, tuned_param_names
+from ._select import per_size_choice, plan_bands, rule_set
+
+if TYPE_CHECKING:
+    from ..baseline import Placement
+    from ..events import Events
+
+RULES_SUFFIX = ".rules"
+
+
+@dataclass
+class _Arm:
+    """One thing launched in the stage: a variant, the untuned stack, or the composed rules."""
+
+    name: str
+    params: dict[str, Any]
+    settings: LaunchSettings
+    choice: AlgorithmChoice | None = None
+    source: str = ""
+    failed: str = ""
+    log_t: dict[int, list[float]] = field(default_factory=dict)  # size -> per round (NaN: none)
+
+
+def applies(space: SearchSpace, collective: str, nodes: int) -> bool:
+    """The space tunes this collective's coll_tuned algorithm with more than one choice."""
+    name = tuned_param_names(collective)["algorithm"]
+    ctx = TrialContext(collective, nodes)
+    return any(p.name == name and len(p.choices) > 1 for p in space.for_context(ctx))
+
+
+class PerSizeStage:
+    """Called by the controller as `stage(placement, deadline)` after the confirmation."""
+
+    def __init__(self, study: optuna.Study, space: SearchSpace, *, collective: str, nodes: int,
+                 ppn: int, weights: Mapping[int, float], default_params: dict[str, Any],
+                 default_settings: LaunchSettings, rules_dir: Path, rounds: int = 4,
+                 confirm_rounds: int = 6, confidence: float = 0.95, seed: int | None = None,
+                 events: Events | None = None, rules_text: Any = None) -> None:
+        self.study, self.space = study, space
+        self.collective, self.ctx = collective, TrialContext(collective, nodes)
+        self.comm_size = nodes * ppn
+        self.weights = dict(weights)
+        self.default_params, self.default_settings = default_params, default_settings
+        self.rules_dir = Path(rules_dir)
+        self.rounds, self.confirm_rounds, self.confidence = rounds, confirm_rounds, confidence
+        self.rng = random.Random(seed)
+        self.events = events
+        self.names = tuned_param_names(collective)
+        self.rules_text = rules_text or _rules_text
+        self.mpi: object = None  # the MPI version the best configuration ran on (the format)
+
+    # ------------------------------------------------------------------ arms
+
+    def _best(self) -> tuple[int, dict[str, Any]]:
+        from ..export import best_config  # the configuration the export hands out
+
+        best = best_config(self.study)
+        self.mpi = best.host.get("mpi")
+        return best.trial, dict(best.params)
+
+    def _is_tuned(self, name: str) -> bool:
+        return name == self.names["algorithm"] or name.startswith(self.names["algorithm"] + "_")
+
+    def variants(self, best: dict[str, Any]) -> tuple[list[_Arm], int]:
+        """Every algorithm with the best configuration's other settings; the index of the
+        incumbent (the best configuration's own algorithm)."""
+        param = next(p for p in self.space.for_context(self.ctx) if p.name == self.names["algorithm"])
+        globals_ = {k: v for k, v in best.items() if not self._is_tuned(k)}
+        best_alg = best.get(self.names["algorithm"], param.default)
+        trials = [TrialRecord.from_trial(t) for t in self.study.get_trials(
+            deepcopy=False, states=(TrialState.COMPLETE,))]
+        arms, incumbent = [], 0
+        for alg in param.choices:
+            if alg == best_alg:
+                params, source = dict(best), "the best configuration"
+                incumbent = len(arms)
+            else:
+                params, source = self._params_for(alg, globals_, trials)
+            choice = choice_from_params(self.collective, params) or AlgorithmChoice(0)
+            arms.append(_Arm(choice.label(), params, self.space.settings(params, self.ctx), choice,
+                             source))
+        return arms, incumbent
+
+    def _params_for(self, alg: Any, globals_: dict[str, Any],
+                    trials: list[TrialRecord]) -> tuple[dict[str, Any], str]:
+        """The algorithm's best measured sub-parameters with these globals, else the defaults."""
+        same = [t for t in trials if t.params.get(self.names["algorithm"]) == alg
+                and {k: v for k, v in t.params.items() if not self._is_tuned(k)} == globals_
+                and t.value is not None]
+        if same:
+            top = min(same, key=lambda t: t.value)  # type: ignore[arg-type, return-value]
+            return dict(top.params), f"trial {top.number}"
+        params = {**globals_, self.names["algorithm"]: alg}
+        for p in self.space.for_context(self.ctx):
+            if self._is_tuned(p.name) and p.name != self.names["algorithm"] and p.active(params):
+                params[p.name] = p.default
+        return params, "defaults"
+
+    # ------------------------------------------------------------------ rounds
+
+    def _round(self, measurer: Measurer, arms: list[_Arm], index: int) -> float:
+        """Every open arm once per size block, in random order; returns the wall seconds."""
+        t0 = time.perf_counter()
+        for block_index, block in enumerate(measurer.plan.blocks()):
+            order = [a for a in arms if not a.failed]
+            self.rng.shuffle(order)
+            for arm in order:
+                for size in block:
+                    arm.log_t.setdefault(size, [])
+                    arm.log_t[size] += [math.nan] * (index + 1 - len(arm.log_t[size]))
+                planned = PlannedLaunch(index=-1, block=block_index, rep=index, sizes=block)
+                try:
+                    record = measurer.run_launch(arm.settings, planned, self.rng.randrange(2**31),
+                                                 params=arm.params)
+                except LaunchFailed as exc:
+                    if exc.reason == "interrupted":
+                        raise
+                    if exc.reason != "infrastructure":  # the nodes' fault: only this round lost
+                        arm.failed = f"{exc.reason}: {exc.detail}"[:200]
+                    continue
+                for size, t_us in record.t_max_us.items():
+                    if t_us > 0:
+                        arm.log_t[size][index] = math.log(t_us)
+        return time.perf_counter() - t0
+
+    def _rounds(self, measurer: Measurer, arms: list[_Arm], rounds: int,
+                deadline: float | None) -> int:
+        done, last = 0, 0.0
+        while done < rounds:
+            if deadline is not None and last and time.time() + last > deadline:
+                break
+            last = self._round(measurer, arms, done)
+            done += 1
+        return done
+
+    # ------------------------------------------------------------------ the stage
+
+    def __call__(self, placed: Placement, deadline: float | None) -> StoredRules | None:
+        t0 = time.perf_counter()
+        trial, best = self._best()
+        arms, incumbent = self.variants(best)
+        sizes = sorted(self.weights) or list(placed.measurer.plan.sizes)
+        self._tell("ruling", len(arms), self.rounds)
+        done = self._rounds(placed.measurer, arms, self.rounds, deadline)
+        stored = self._choose(arms, incumbent, sizes, done, trial)
+        if stored.rules is not None and not stored.failed and stored.bands > 1:
+            stored = self._compose(placed.measurer, stored, arms[incumbent], deadline)
+        stored = _with(stored, seconds=time.perf_counter() - t0, finished=time.time())
+        save_rules(self.study, stored)
+        self._tell("ruled", stored)
+        return stored
+
+    def _choose(self, arms: list[_Arm], incumbent: int, sizes: list[int], done: int,
+                trial: int) -> StoredRules:
+        variants = tuple(RuleVariant(choice=a.choice or AlgorithmChoice(0), source=a.source,
+                                     mean_us=_geo_means(a.log_t), failed=a.failed) for a in arms)
+        base = dict(collective=self.collective, comm_size=self.comm_size, trial=trial,
+                    incumbent=incumbent,
+                    variants=variants, rounds=done)
+        if arms[incumbent].failed:
+            return StoredRules(**base, per_size={}, rules=None,
+                               failed=f"the best configuration failed: {arms[incumbent].failed}")
+        usable = {i: a.log_t for i, a in enumerate(arms)
+                  if not a.failed and all(len(a.log_t.get(s, [])) == done for s in sizes)}
+        if done < 2:
+            return StoredRules(**base, per_size={}, rules=None,
+                               failed=f"{done} round(s) measured: at least 2 are needed "
+                               "(time budget or failures)")
+        choices = per_size_choice(usable, sizes, incumbent)
+        plan = plan_bands(choices, usable, incumbent, self.weights)
+        rules = rule_set(plan, sizes, {i: arms[i].choice or AlgorithmChoice(0) for i in usable},
+                         stack="openmpi", collective=self.collective, comm_size=self.comm_size)
+        verdict = ""
+        if len(rules.bands) == 1:
+            verdict = (f"one band ({rules.bands[0].choice.label()}): no algorithm beats the best "
+                       "configuration's own over a band of sizes; nothing to compose")
+        return StoredRules(**base, per_size={c.size: c.variant for c in choices}, rules=rules,
+                           cost=plan.cost, verdict=verdict)
+
+    def _compose(self, measurer: Measurer, stored: StoredRules, single: _Arm,
+                 deadline: float | None) -> StoredRules:
+        assert stored.rules is not None
+        path = self.rules_dir / f"{_safe(self.study.study_name)}{RULES_SUFFIX}"
+        from ..files import write_output_atomically
+
+        self.rules_dir.mkdir(parents=True, exist_ok=True)
+        write_output_atomically(path, self.rules_text(stored.rules, self.mpi),
+                                "per-size rules file")
+        unforced = {k: v for k, v in single.params.items() if not self._is_tuned(k)}
+        base = self.space.settings(unforced, self.ctx)
+        mca = tuple((k, v) for k, v in base.mca if k not in (
+            "coll_tuned_use_dynamic_rules", "coll_tuned_dynamic_rules_filename"))
+        composed = _Arm("composed rules", unforced, LaunchSettings(
+            env=base.env, mca=mca + (("coll_tuned_use_dynamic_rules", "1"),
+                                     ("coll_tuned_dynamic_rules_filename", str(path.resolve()))),
+            mpirun_args=base.mpirun_args))
+        default = _Arm("untuned stack", dict(self.default_params), self.default_settings)
+        single = _Arm("best single", single.params, single.settings)
+        arms = [default, single, composed]
+        self._tell("composing", stored.bands, self.confirm_rounds)
+        done = self._rounds(measurer, arms, self.confirm_rounds, deadline)
+        failed = next((f"{a.name} failed: {a.failed}" for a in arms if a.failed), "")
+        if failed or done < 2:
+            return _with(stored, rules_file=str(path), verdict="composed rules not measured",
+                         failed=failed or f"{done} round(s): too few to compare")
+        sizes = sorted(self.weights)
+        vs_default = self._compare(composed, default, sizes, done)
+        vs_single = self._compare(composed, single, sizes, done)
+        single_vs_default = self._compare(single, default, sizes, done)
+        adopted = vs_default.low > 1.0 and vs_single.speedup >= 1.0
+        verdict = (f"{stored.bands} bands; composed rules {vs_default.speedup:.3f}x over the "
+                   f"untuned stack, {vs_single.speedup:.3f}x over the best single configuration: "
+                   + ("adopted (ompi-rules exports them)" if adopted else
+                      "not adopted (" + ("not faster than the untuned stack beyond doubt"
+                                         if vs_default.low <= 1.0 else
+                                         "slower than the best single configuration") + ")"))
+        return _with(stored, vs_default=vs_default, vs_single=vs_single,
+                     single_vs_default=single_vs_default, adopted=adopted, verdict=verdict,
+                     rules_file=str(path))
+
+    def _compare(self, arm: _Arm, other: _Arm, sizes: list[int], rounds: int) -> Comparison:
+        """Weighted log-ratio per round, Student t, simultaneous over the stage's 3 comparisons."""
+        scores = []
+        for r in range(rounds):
+            per_size = {s: arm.log_t[s][r] - other.log_t[s][r] for s in sizes
+                        if not (math.isnan(arm.log_t[s][r]) or math.isnan(other.log_t[s][r]))}
+            if per_size:
+                scores.append(objective.weighted_score(per_size, self.weights))
+        interval = mean_interval(scores, self.confidence, family=3)
+        speed, low, high = interval.speedup()
+        return Comparison(speed, low, high, len(scores))
+
+    def _tell(self, event: str, *args: Any) -> None:
+        handler = getattr(self.events, event, None)
+        if handler is not None:
+            handler(*args)
+
+
+def _geo_means(log_t: Mapping[int, list[float]]) -> dict[int, float]:
+    out = {}
+    for size, values in log_t.items():
+        finite = [v for v in values if not math.isnan(v)]
+        if finite:
+            out[size] = float(math.exp(np.mean(finite)))
+    return out
+
+
+def _with(stored: StoredRules, **changes: Any) -> StoredRules:
+    from dataclasses import replace
+
+    return replace(stored, **changes)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:120] or "study"
+
+
+def _rules_text(rules: RuleSet, mpi: object) -> str:
+    """The rules file in the format this Open MPI reads (export/_ompi_rules)."""
+    from ..export import ompi_rules_text, pick_format
+
+    return ompi_rules_text(rules, pick_format(mpi)[0], mpi)

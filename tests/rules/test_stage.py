@@ -1,0 +1,82 @@
+"""The per-size stage for real: mpirun, 2 ranks, the mpi4py kernel, SQLite storage."""
+import json
+import subprocess
+from pathlib import Path
+
+import optuna
+import pytest
+
+from autotune.benchmarks import Mpi4pyBenchmark
+from autotune.export import best_config
+from autotune.launch import LocalLauncher
+from autotune.measure import MeasurementPlan, Measurer
+from autotune.rules import AlgorithmChoice, RuleSet
+from autotune.rules.stage import PerSizeStage
+from autotune.space import TrialContext, load_space
+from autotune.storage import StoredRules, stored_rules
+
+pytestmark = pytest.mark.mpi
+
+ROOT = Path(__file__).resolve().parents[2]
+SPACE = ROOT / "tests" / "data" / "space-tuned-allreduce.yaml"
+SIZES = (8, 64, 512, 4096, 32768, 262144)
+
+
+def test_a_study_ends_with_per_size_rules_measured_against_its_best(autotune_cli, tmp_path, mpirun):
+    proc = autotune_cli("start", "--collective", "allreduce", "--nodes", "1", "--ppn", "2",
+                        "--space", str(SPACE), "--trials", "3", "--sizes", "8:256k",
+                        "--repetitions", "3", "--stages", "1", "--time-per-size", "0.005",
+                        "--confirm", "1", "--confirm-rounds", "2", "--confirm-max-rounds", "2",
+                        "--per-size-rounds", "2", "--no-verify", "--seed", "1", "--foreground")
+    assert proc.returncode == 0, proc.stderr
+    assert "per-size rules: 4 algorithms x every size, 2 interleaved rounds" in proc.stderr
+    status = json.loads(autotune_cli("status", "--format", "json").stdout)
+    study = optuna.load_study(study_name=status["study"],
+                              storage=f"sqlite:///{tmp_path / 'home' / 'autotune.db'}")
+    rules = stored_rules(study)
+    assert rules is not None and not rules.failed, rules
+    assert rules.trial == best_config(study).trial
+    assert sorted(v.choice.algorithm for v in rules.variants) == [0, 1, 3, 4]
+    sizes = [2**k for k in range(3, 19)]
+    for variant in rules.variants:
+        assert not variant.failed, variant
+        assert sorted(variant.mean_us) == sizes and all(t > 0 for t in variant.mean_us.values())
+    assert rules.rounds == 2 and sorted(rules.per_size) == sizes
+    assert rules.rules is not None and rules.rules.bands[0].min_bytes == 0
+    assert rules.rules.comm_size == 2
+    if rules.bands > 1:  # measured against the best single configuration before any use
+        assert rules.vs_single is not None and rules.vs_default is not None
+        assert rules.vs_single.rounds >= 1 and Path(rules.rules_file).is_file()
+    else:
+        assert "one band" in rules.verdict and rules.vs_single is None
+    assert "per-size rules:" in status["per_size_rules"]
+
+
+def test_composed_rules_are_measured_against_the_untuned_stack_and_the_best(tmp_path, mpirun):
+    """Two bands chosen by hand (basic_linear below 4 KiB, ring above): the composed rules file is
+    written, Open MPI runs with it, and three arms are measured in interleaved rounds."""
+    space = load_space(str(SPACE))
+    ctx = TrialContext("allreduce", 1)
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 'db.sqlite'}", study_name="s")
+    plan = MeasurementPlan("allreduce", 1, 2, SIZES, repetitions=1, stages=1, time_per_size=0.005)
+    measurer = Measurer(plan, LocalLauncher(), Mpi4pyBenchmark())
+    defaults = space.defaults(ctx)
+    stage = PerSizeStage(study, space, collective="allreduce", nodes=1, ppn=2,
+                         weights={s: 1 / len(SIZES) for s in SIZES}, default_params=defaults,
+                         default_settings=space.settings(defaults, ctx), rules_dir=tmp_path / "rules",
+                         confirm_rounds=3, seed=2)
+    best = {"coll_tuned_allreduce_algorithm": 3}
+    arms, incumbent = stage.variants(best)
+    assert arms[incumbent].choice == AlgorithmChoice(3)
+    two = RuleSet.from_starts("openmpi", "allreduce", 2, [(0, AlgorithmChoice(1)),
+                                                          (4096, AlgorithmChoice(4))])
+    chosen = StoredRules(collective="allreduce", comm_size=2, trial=0, incumbent=incumbent,
+                         variants=(), per_size={}, rules=two, rounds=2)
+    result = stage._compose(measurer, chosen, arms[incumbent], deadline=None)
+    assert not result.failed, result.failed
+    text = Path(result.rules_file).read_text()
+    assert "\n2  # allreduce" in text and "4096 4 0 0" in text
+    for comparison in (result.vs_default, result.vs_single, result.single_vs_default):
+        assert comparison is not None and comparison.rounds == 3
+        assert comparison.low <= comparison.speedup <= comparison.high
+    assert result.verdict.startswith("2 bands; composed rules")
