@@ -1,0 +1,357 @@
+"""The report page: one self-contained HTML file (inline CSS, no script, no CDN) that shows the
+PNGs written beside it in the same directory, referenced by relative name, so the directory can be
+copied or opened from a file anywhere. Every string that comes from storage is escaped."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+from ..units import format_size
+from ._cost import CostData, node_duration
+from ._data import ReportData, Verdict, size_list
+
+CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;
+max-width:1180px;padding:0 24px 48px;color:#222;line-height:1.45}
+h1{font-size:1.6em;margin:24px 0 4px}
+h2{border-bottom:2px solid #ddd;padding-bottom:4px;margin-top:36px}
+.facts{color:#555;margin:0 0 12px}
+.verdict{border-left:6px solid #2e7d32;background:#f1f8f1;padding:10px 18px;margin:16px 0}
+.verdict.none{border-color:#757575;background:#f5f5f5}
+.verdict.warn{border-color:#c62828;background:#fdf0f0}
+.headline{font-size:1.25em;font-weight:600;margin:6px 0}
+table{border-collapse:collapse;margin:8px 0 16px;font-size:.92em}
+th,td{border:1px solid #ccc;padding:3px 9px;text-align:left;vertical-align:top}
+th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
+figure{margin:12px 0 24px}figure img{max-width:100%;height:auto;border:1px solid #eee}
+figcaption{color:#444;font-size:.92em;max-width:1000px}
+nav ul{columns:3;list-style:none;padding:0}nav a{text-decoration:none}
+code{background:#f4f4f4;padding:0 3px}.muted{color:#666}.faster{color:#2e7d32;font-weight:600}
+.slower{color:#c62828;font-weight:600}
+"""
+
+SECTIONS = (("result", "Result"), ("curves", "Latency and throughput"),
+            ("speedup", "Speedup per size"), ("history", "Search history and time"),
+            ("knobs", "Knobs"), ("hockney", "Hockney model"), ("cliffs", "Protocol cliffs"),
+            ("cost", "Cost"), ("rules", "Per-size rules"))
+
+
+def e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _x(value: float | None, digits: int = 3) -> str:
+    if value is None or not math.isfinite(value):
+        return "\u2013" if value is None else "\u221e"
+    return f"{value:.{digits}f}x"
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[object]],
+           numeric: Iterable[int] = ()) -> str:
+    numeric = set(numeric)
+    head = "".join(f"<th>{e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(
+        f"<td class=num>{e(c)}</td>" if i in numeric else f"<td>{e(c)}</td>"
+        for i, c in enumerate(row)) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _figure(images: Mapping[str, str], key: str, alt: str, caption: str,
+            missing: str = "") -> str:
+    """The figure with its caption; without it (no data), `missing` says why in words."""
+    if key not in images:
+        return f"<p class=muted>{e(missing)}</p>" if missing else ""
+    return (f'<figure id="fig-{e(key)}"><img src="{e(images[key])}" alt="{e(alt)}">'
+            f"<figcaption>{caption}</figcaption></figure>")
+
+
+def render(data: ReportData, images: Mapping[str, str]) -> str:
+    """The page; `images` maps each figure key to its file name beside the page."""
+    f = data.facts
+    title = f"autotune report: {f.study}"
+    sections = [_result(data), _curves(data, images), _speedup(data, images),
+                _history(data, images), _knobs(data, images), _hockney(data, images),
+                _cliffs(data), _cost(data.cost, images), _rules(data, images)]
+    present = {"rules"} if data.rules is not None else set()
+    nav = "".join(f'<li><a href="#{k}">{e(t)}</a></li>' for k, t in SECTIONS
+                  if k != "rules" or k in present)
+    facts = (f"{e(f.collective)} on {f.nodes} node(s) \u00d7 {f.ppn} ranks ({f.nprocs} processes), "
+             f"{len(f.sizes)} sizes {e(format_size(f.sizes[0]))}..{e(format_size(f.sizes[-1]))}, "
+             f"{f.repetitions} launches per size, weights {e(f.weights_source)}. Benchmark "
+             f"{e(f.benchmark)}; space <code>{e(f.space)}</code>; {e(f.mpi)}, UCX {e(f.ucx)}; "
+             f"host {e(f.host)} ({e(f.cpu)}). {f.trials} trials: {f.complete} complete, "
+             f"{f.pruned} pruned, {f.failed} failed. Generated {e(f.generated)}.")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{e(title)}</title><style>{CSS}</style></head><body>"
+            f"<h1>{e(title)}</h1><p class=facts>{facts}</p><nav><ul>{nav}</ul></nav>"
+            + "".join(sections)
+            + "<p class=muted>Made by <code>autotune report</code> from the study's storage; "
+              "every figure's numbers are in the tables or the study "
+              "(<code>autotune history</code>).</p></body></html>\n")
+
+
+def _result(data: ReportData) -> str:
+    v, cost = data.verdict, data.cost
+    kind = "warn" if "NOT RECOMMENDED" in v.headline or v.headline.startswith("UNCONFIRMED") \
+        else ("none" if v.winner is None else "")
+    all_sizes = data.facts.sizes
+    size_lines = ""
+    if data.speedup is not None:
+        parts = []
+        if v.faster_sizes:
+            parts.append(f"<span class=faster>faster at "
+                         f"{e(size_list(v.faster_sizes, all_sizes))}</span>")
+        if v.slower_sizes:
+            parts.append(f"<span class=slower>slower at "
+                         f"{e(size_list(v.slower_sizes, all_sizes))}</span>")
+        if v.unclear_sizes:
+            parts.append(f"not told apart from the default at "
+                         f"{e(size_list(v.unclear_sizes, all_sizes))}")
+        if not v.faster_sizes:
+            parts.append("faster beyond doubt at no single size (the weighted figure pools "
+                         "the sizes)")
+        size_lines = (f"<p>Per size ({e(data.speedup.label)}, 95% CI of the mean over the paired "
+                      f"launches of the search): {'; '.join(parts)}.</p>")
+    trust = "".join(f"<li>{e(line)}</li>" for line in v.trust)
+    cost_line = (f"<p><b>Cost:</b> this search spent {e(node_duration(cost.spent_node_seconds))} "
+                 f"of benchmark time ({cost.configs_measured} configurations launched). The "
+                 f"staged sweep of seeds/000 over the same space would have measured "
+                 f"{e(cost.staged)} configurations, about "
+                 f"{e(node_duration(cost.staged_seconds * cost.nodes))}; the full grid "
+                 f"{e(cost.grid)} configurations, about "
+                 f"{e(node_duration(cost.grid_seconds * cost.nodes))} (see <a href=\"#cost\">Cost"
+                 "</a>).</p>")
+    return (f'<section id="result"><h2>Result</h2><div class="verdict {kind}">'
+            f"<p class=headline>{e(v.headline)}</p>{size_lines}"
+            f"<p class=muted>{e(v.confirmation_note)}</p>"
+            + (f"<ul>{trust}</ul>" if trust else "") + cost_line + "</div>"
+            + _settings(v) + _candidates(v) + "</section>")
+
+
+def _settings(v: Verdict) -> str:
+    if v.winner is None:
+        return ("<h3>Settings to deploy</h3><p>None: the untuned stack (no UCX, MCA or mpirun "
+                "setting) is the answer.</p>")
+    rows = [(kind, name, value) for kind, name, value in v.settings]
+    return (f"<h3>Settings to deploy (trial {v.winner})</h3>"
+            + (_table(("kind", "name", "value"), rows) if rows else
+               "<p>Trial sets nothing beyond the default.</p>")
+            + "<p class=muted><code>autotune export --format env -o best.env</code> writes them "
+              "as a file to source.</p>")
+
+
+def _candidates(v: Verdict) -> str:
+    if not v.candidates:
+        return ""
+    rows = [(c.trial, c.changes, _x(c.search_speedup), _x(c.speedup),
+             f"{_x(c.low)}..{_x(c.high)}" if c.low is not None else "\u2013", c.verdict,
+             c.rounds) for c in v.candidates]
+    return ("<h3>Candidates</h3>"
+            + _table(("trial", "its knobs (where not the default's)", "search speedup",
+                      "confirmed speedup", "interval", "verdict", "rounds"), rows, (0, 2, 3, 6)))
+
+
+def _curves(data: ReportData, images: Mapping[str, str]) -> str:
+    knobs = _table(("configuration", "launches per size", "protocol knobs in force"),
+                   [(cc.label, _range(cc.launches),
+                     ", ".join(f"{k}={val}" for k, val in cc.knobs)) for cc in data.curves])
+    return ('<section id="curves"><h2>Latency and throughput vs message size</h2>'
+            + _figure(images, "latency", "latency vs message size",
+                      "Time per call (max over ranks) against message size, both axes "
+                      "logarithmic. Each line is the geometric mean over the configuration's "
+                      "launches; the shaded band is the 95% confidence interval of that mean "
+                      "(Student t on log times). The untuned default is drawn from the default "
+                      "launches interleaved with the best's own (the same minutes, so the two "
+                      "compare directly); the other candidates ran at other times, when the "
+                      "machine may have been faster or slower (see the drift below).")
+            + _figure(images, "throughput", "throughput vs message size",
+                      f"Throughput = effective bytes / time, with effective bytes = "
+                      f"{e(data.hockney.volume)} for {e(data.facts.collective)} "
+                      f"({data.hockney.volume_factor:g} \u00d7 M on {data.facts.nprocs} ranks). "
+                      "Red arrows mark protocol cliffs: the throughput falls to the next larger "
+                      "size by more than the two sizes' bands allow (table in "
+                      "<a href=\"#cliffs\">Protocol cliffs</a>).")
+            + knobs + "</section>")
+
+
+def _range(counts: Sequence[int]) -> str:
+    low, high = min(counts, default=0), max(counts, default=0)
+    return str(low) if low == high else f"{low}..{high}"
+
+
+def _speedup(data: ReportData, images: Mapping[str, str]) -> str:
+    s = data.speedup
+    table = ""
+    if s is not None:
+        table = _table(("size", "weight", "speedup", "95% CI", "launches",
+                        "contribution (weight \u00d7 ln speedup, pp)"),
+                       [(format_size(r.size), f"{r.weight:.1%}", _x(r.speedup),
+                         f"{_x(r.low)}..{_x(r.high)}", r.launches,
+                         f"{100 * r.contribution:+.2f}")
+                        for r in s.sizes], (1, 2, 4, 5))
+        table += (f"<p>Weighted over the sizes (mean-based, from the same launches): "
+                  f"{_x(s.weighted)}. The confirmation figure in the result is measured apart, in "
+                  "interleaved rounds.</p>")
+    return ('<section id="speedup"><h2>Speedup per message size</h2>'
+            + _figure(images, "speedup", "speedup of the best over the default per size",
+                      "Top: per size, the mean over the search's launches of log(t / t of the "
+                      "default launch paired with it), shown as speedup with its 95% interval "
+                      "(per size, not simultaneous). Green: faster beyond doubt, red: slower "
+                      "beyond doubt, grey: not told apart. Bottom: the weight of each size in "
+                      "the score, and its contribution to the weighted gain (weight \u00d7 ln "
+                      "speedup, in percentage points; they add up to ln of the weighted speedup): "
+                      "the sizes with tall bars drive the result.",
+                      "No figure: no configuration besides the default completed, so there is "
+                      "nothing to compare size by size.")
+            + table + "</section>")
+
+
+def _history(data: ReportData, images: Mapping[str, str]) -> str:
+    return ('<section id="history"><h2>Search history and where the time went</h2>'
+            + _figure(images, "history", "optimization history",
+                      "Top: each trial's speedup over its interleaved default (log scale); a "
+                      "pruned trial shows its partial figure over the sizes it measured before it "
+                      "was stopped; failed trials sit at the bottom. Green steps: best so far. "
+                      "The default itself (star) is scored like a candidate: its distance from "
+                      "1.0x is the noise. Bottom: each default launch's time relative to the "
+                      "run's first, per size block: the machine's drift that pairing cancels.")
+            + _figure(images, "seconds", "benchmark seconds by purpose",
+                      "Wall time of the benchmark launches by purpose. The confirmation's time "
+                      "is estimated (its launches \u00d7 this study's mean launch time); "
+                      "controller and idle time are not included.")
+            + "</section>")
+
+
+def _knobs(data: ReportData, images: Mapping[str, str]) -> str:
+    imp = data.importance
+    rows = [(k, f"{v:.1%}") for k, v in imp.importances]
+    return ('<section id="knobs"><h2>Knobs: importance and best value</h2>'
+            + _figure(images, "importance", "parameter importance and best value per knob",
+                      f"Top: {e(imp.evaluator)} over the completed trials: how much of the "
+                      "variation of the score each knob explains. "
+                      + (e(imp.note) + ". " if imp.note else "")
+                      + "Below: for every knob value, the best speedup any completed trial with "
+                        "that value reached (n = completed trials with it).",
+                      f"No figure: no knob took two values among the completed trials "
+                      f"({(imp.note or 'nothing to compare').rstrip('.')}).")
+            + (_table(("knob", "importance"), rows, (1,)) if rows else "")
+            + "</section>")
+
+
+def _hockney(data: ReportData, images: Mapping[str, str]) -> str:
+    h = data.hockney
+    rows = []
+    for cc, fit in h.fits:
+        for r in fit.regions:
+            rows.append((cc.label, f"{format_size(r.min_bytes)}..{format_size(r.max_bytes)}",
+                         r.points, f"{r.t_latency_us:.2f}",
+                         "\u221e (latency-bound)" if not math.isfinite(r.bandwidth_mb_s)
+                         else f"{r.bandwidth_mb_s:,.0f}",
+                         "\u221e" if not math.isfinite(r.m_half_bytes)
+                         else format_size_float(r.m_half_bytes)))
+    return ('<section id="hockney"><h2>Hockney model per configuration</h2>'
+            + _figure(images, "hockney", "Hockney model fits",
+                      f"t = t_L + V/B fitted per message-size region (a protocol switch starts a "
+                      f"new region), with V the effective volume {e(h.volume)} of "
+                      f"{e(h.collective)} ({h.volume_factor:g} \u00d7 M on {h.nprocs} ranks). "
+                      "Points: measured means; lines: the model.",
+                      "No figure: no curve has the 3 sizes a fit needs.")
+            + (_table(("configuration", "region (message size)", "sizes", "t_L (\u00b5s)",
+                       "B (MB/s)", "M_half = B \u00d7 t_L (effective bytes)"), rows, (2, 3, 4, 5))
+               if rows else "")
+            + "</section>")
+
+
+def format_size_float(nbytes: float) -> str:
+    for unit, factor in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if nbytes >= factor:
+            return f"{nbytes / factor:.1f} {unit}"
+    return f"{nbytes:.0f} B"
+
+
+def _cliffs(data: ReportData) -> str:
+    if not data.cliffs:
+        body = ("<p>No cliff: no configuration's throughput falls from one size to the next by "
+                "more than the noise of its two sizes.</p>")
+    else:
+        body = _table(("configuration", "from", "to", "throughput (MB/s)", "drop", "noise allowed",
+                       "knobs in force"),
+                      [(c.label, format_size(c.cliff.before_bytes),
+                        format_size(c.cliff.after_bytes),
+                        f"{c.cliff.throughput_before_mb_s:,.0f} \u2192 "
+                        f"{c.cliff.throughput_after_mb_s:,.0f}",
+                        f"{c.cliff.drop:.0%}", f"{c.cliff.noise:.0%}",
+                        ", ".join(f"{k}={v}" for k, v in c.knobs)) for c in data.cliffs],
+                      (3, 4, 5))
+    return ('<section id="cliffs"><h2>Protocol cliffs</h2><p>Sizes where the throughput falls '
+            "between neighbouring sizes by more than the noise (the two sizes' 95% bands): often "
+            "a protocol switch, eager to rendezvous (UCX_RNDV_THRESH) or copy to zero-copy "
+            "(UCX_ZCOPY_THRESH), or another algorithm.</p>" + body + "</section>")
+
+
+def _cost(cost: CostData, images: Mapping[str, str]) -> str:
+    stages = "; ".join(f"stage {i + 1}: {', '.join(s)}" for i, s in enumerate(cost.stages))
+    n = cost.nodes
+    rows = [("this search (measured)", cost.configs_measured, "\u2013", "\u2013",
+             f"{cost.spent_seconds:,.0f}", f"{cost.spent_node_seconds:,.0f}",
+             node_duration(cost.spent_node_seconds)),
+            ("staged sweep (seeds/000)", str(cost.staged), cost.launches_per_config,
+             f"{cost.mean_launch_seconds:.2f}", f"{cost.staged_seconds:,.0f}",
+             f"{cost.staged_seconds * n:,.0f}", node_duration(cost.staged_seconds * n)),
+            ("full grid", str(cost.grid), cost.launches_per_config,
+             f"{cost.mean_launch_seconds:.2f}", f"{cost.grid_seconds:,.0f}",
+             f"{cost.grid_seconds * n:,.0f}", node_duration(cost.grid_seconds * n))]
+    note = (f"<p class=muted>{e(cost.note)}</p>" if cost.note else "")
+    return ('<section id="cost"><h2>Cost: this search against the manual ways</h2>'
+            + _figure(images, "cost", "cost comparison",
+                      "Benchmark node-seconds (log scale). The alternatives are priced at this "
+                      "study's own measured launch time: configurations \u00d7 launches per "
+                      "configuration \u00d7 mean launch seconds \u00d7 nodes.")
+            + _table(("method", "configurations", "launches each", "mean launch (s)",
+                      "seconds", "node-seconds", "in words"), rows, (1, 2, 3, 4, 5))
+            + f"<p>The staged sweep sweeps each stage's knobs jointly with the earlier stages "
+              f"fixed ({e(stages)}); it is counted with each stage fixed to this study's best "
+              f"values, every configuration measured once in full ({cost.repetitions} launches "
+              "per size block, no pruning), like the <code>--strategy staged</code> yardstick. "
+              "The full grid is every distinct configuration of the same space (conditional "
+              "knobs counted only where they apply). The search's own figure includes its "
+              "interleaved default launches and the confirmation.</p>"
+            + note + "</section>")
+
+
+def _rules(data: ReportData, images: Mapping[str, str]) -> str:
+    """Per-size rules (which algorithm per message-size band), only when the study holds them."""
+    stored = data.rules
+    if stored is None:
+        return ""
+    head = ('<section id="rules"><h2>Per-size rules</h2>'
+            f"<p><b>{e(stored.failed or stored.verdict)}</b></p>")
+    if stored.rules is None:
+        return head + "</section>"
+    rules = stored.rules
+    rows = [(band.label(), band.choice.label(), next(
+        (v.source for v in stored.variants if v.choice == band.choice), "")) for band in rules.bands]
+    compared = [(what, c.text()) for what, c in (
+        ("composed rules over the untuned stack", stored.vs_default),
+        ("composed rules over the best single configuration", stored.vs_single),
+        ("best single configuration over the untuned stack", stored.single_vs_default))
+        if c is not None]
+    caption = ("Time of every algorithm at every size over the best configuration's own "
+               f"algorithm (below 1: faster), geometric mean of {stored.rounds} interleaved "
+               "rounds, launched with the best configuration's other settings; shaded: the bands "
+               "chosen (an algorithm takes a band only where it is faster beyond doubt, and a "
+               "band must be worth more than 2% of the weighted score).")
+    return (head + f"<p>{e(rules.collective)} on {rules.comm_size} ranks ({e(rules.stack)} "
+            "coll_tuned): the algorithm per message-size band.</p>"
+            + _table(("message sizes", "algorithm", "sub-parameters from"), rows)
+            + _figure(images, "rules", "per-size rules", e(caption))
+            + (_table(("comparison (95% CI, simultaneous over 3, paired rounds)", "speedup"),
+                      compared) if compared else "")
+            + (f"<p class=muted>rules file used for the composed launches: "
+               f"<code>{e(stored.rules_file)}</code>; <code>autotune export --format ompi-rules"
+               "</code> writes it with its settings when the rules are adopted.</p>"
+               if stored.rules_file else "")
+            + "</section>")
