@@ -146,7 +146,8 @@ class Session:
         from .rules import stage
 
         config = self.config
-        if not options.per_size or not stage.applies(self.space, config.collective, config.nodes):
+        if (not options.per_size or options.confirm_top <= 0  # --confirm 0: nothing after the search
+                or not stage.applies(self.space, config.collective, config.nodes)):
             return None
         ctx = TrialContext(config.collective, config.nodes)
         defaults = self.space.defaults(ctx, self.context_values)

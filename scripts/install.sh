@@ -2,11 +2,19 @@
 # Install what autotune needs on Debian/Ubuntu: Open MPI + UCX tools from Debian packages (when
 # missing; needs root), then a virtualenv in .venv with autotune and its Python dependencies from
 # PyPI. mpi4py is built from source against the installed Open MPI. Safe to run again.
+# --test: also what the test suite needs beyond that (headless Chromium renders the report).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+for_tests=0
+case "${1:-}" in
+    "") ;;
+    --test) for_tests=1 ;;
+    *) echo "install.sh: unknown option ${1} (--test: also what the test suite needs)" >&2; exit 2 ;;
+esac
 
 PY="${PYTHON:-python3}"
 pkgs=(openmpi-bin libopenmpi-dev ucx-utils gcc iproute2)  # iproute2: the tests' multi-host bed
+[ "$for_tests" = 1 ] && pkgs+=(chromium)  # the report test renders the page as a person sees it
 if ! command -v "$PY" >/dev/null 2>&1; then
     pkgs+=(python3 python3-venv python3-dev)
 else

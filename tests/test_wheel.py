@@ -48,6 +48,7 @@ def test_wheel_ships_every_space_and_module(wheel):
     modules = {str(p.relative_to(src)) for p in (src / "autotune").rglob("*.py")
                if "__pycache__" not in p.parts}
     assert modules <= names, f"modules missing from the wheel: {sorted(modules - names)}"
+    assert "autotune/export/json-export.schema.json" in names  # `export --format json`'s schema
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +106,9 @@ def test_installed_wheel_lists_spaces_and_runs_a_warm_started_study(fresh_venv, 
     out = proc.stdout + proc.stderr
     assert "warm start: queued" in out, out
     assert "Traceback" not in out, out
+    schema = run([python, "-c", "from autotune.export import json_schema; "
+                  "print(json_schema()['$schema'])"], cwd=tmp_path, env=fresh_env).stdout
+    assert "json-schema.org" in schema, schema
 
 
 def test_missing_shipped_spaces_are_a_broken_install_not_an_empty_list(monkeypatch, tmp_path):

@@ -138,7 +138,7 @@ from .options import (
 @click.option("--per-size/--no-per-size", default=True, show_default=True,
               help="after the confirmation, choose coll_tuned's algorithm per message-size band "
                    "(spaces that tune it), and measure the composed rules against the best "
-                   "single configuration")
+                   "single configuration (--confirm 0 skips it too)")
 @click.option("--per-size-rounds", type=click.IntRange(min=2), default=4, show_default=True,
               help="interleaved rounds of every algorithm at every size for the per-size rules")
 @study_option

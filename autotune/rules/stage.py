@@ -131,28 +131,29 @@ class PerSizeStage:
     # ------------------------------------------------------------------ rounds
 
     def _round(self, measurer: Measurer, arms: list[_Arm], index: int) -> float:
-        """Every open arm once per size block, in random order; returns the wall seconds."""
+        """Every open arm once, in random order, each launch over every size; returns the wall
+        seconds."""
         t0 = time.perf_counter()
-        for block_index, block in enumerate(measurer.plan.blocks()):
-            order = [a for a in arms if not a.failed]
-            self.rng.shuffle(order)
-            for arm in order:
-                for size in block:
-                    arm.log_t.setdefault(size, [])
-                    arm.log_t[size] += [math.nan] * (index + 1 - len(arm.log_t[size]))
-                planned = PlannedLaunch(index=-1, block=block_index, rep=index, sizes=block)
-                try:
-                    record = measurer.run_launch(arm.settings, planned, self.rng.randrange(2**31),
-                                                 params=arm.params)
-                except LaunchFailed as exc:
-                    if exc.reason == "interrupted":
-                        raise
-                    if exc.reason != "infrastructure":  # the nodes' fault: only this round lost
-                        arm.failed = f"{exc.reason}: {exc.detail}"[:200]
-                    continue
-                for size, t_us in record.t_max_us.items():
-                    if t_us > 0:
-                        arm.log_t[size][index] = math.log(t_us)
+        sizes = tuple(sorted(measurer.plan.sizes))  # one launch for every size: no pruning here
+        order = [a for a in arms if not a.failed]
+        self.rng.shuffle(order)
+        for arm in order:
+            for size in sizes:
+                arm.log_t.setdefault(size, [])
+                arm.log_t[size] += [math.nan] * (index + 1 - len(arm.log_t[size]))
+            planned = PlannedLaunch(index=-1, block=0, rep=index, sizes=sizes)
+            try:
+                record = measurer.run_launch(arm.settings, planned, self.rng.randrange(2**31),
+                                             params=arm.params)
+            except LaunchFailed as exc:
+                if exc.reason == "interrupted":
+                    raise
+                if exc.reason != "infrastructure":  # the nodes' fault: only this round lost
+                    arm.failed = f"{exc.reason}: {exc.detail}"[:200]
+                continue
+            for size, t_us in record.t_max_us.items():
+                if t_us > 0:
+                    arm.log_t[size][index] = math.log(t_us)
         return time.perf_counter() - t0
 
     def _rounds(self, measurer: Measurer, arms: list[_Arm], rounds: int,
