@@ -78,7 +78,8 @@ def best(fmt: str, study_name: str | None, storage: str | None) -> None:
               help="write to FILE instead of standard output")
 @click.option("--force", is_flag=True,
               help="write the settings even when the independent check (autotune verify) "
-                   "disagrees with the search")
+                   "disagrees with the search, and per-size rules that were measured but not "
+                   "adopted (ompi-rules)")
 @click.option("--rules-format", type=click.Choice(["classic", "v2", "json"]), default=None,
               help="ompi-rules only: classic (every release), v2 (rule-file-version-2, Open MPI "
                    ">= 5.0.7), json (Open MPI >= 6.0); default: the newest the probed version "

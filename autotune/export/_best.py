@@ -176,6 +176,9 @@ def header_lines(best: BestConfig, now: dt.datetime) -> list[str]:
     lines += [f"# {p(line)}" for line in trust_lines(best.claimed, best.verification, best.noise)]
     if best.rules_measured is not None:
         lines.append(f"# per-size rules: {p(best.rules_measured.failed or best.rules_measured.verdict)}")
+        if best.force and not best.rules_measured.adopted and best.rules_measured.rules:
+            lines.append("# NOT ADOPTED per-size rules are written anyway (--force) where the "
+                         "format holds them")
     if best.is_default:
         lines.append("# The default configuration is the best: no candidate beat it"
                      + (" beyond doubt in the confirmation" if best.confirmed else "")

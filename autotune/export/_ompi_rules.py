@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from dataclasses import replace
 
 from ..errors import InputError, StorageError
 from ..rules import TUNED_PREFIX, AlgorithmChoice, RuleSet, choice_from_params, tuned_param_names
@@ -103,6 +104,9 @@ def rules_for(best: BestConfig) -> RuleSet:
     if config is None:
         raise InputError(f"study {printable(best.study)} stores no configuration: the collective "
                          "and communicator size of its rules are unknown")
+    measured = best.rules_measured
+    if best.rules is None and best.force and measured is not None and measured.rules is not None:
+        best = replace(best, rules=measured.rules)  # not adopted, written anyway (--force)
     if best.rules is not None and not best.withheld:
         if best.rules.stack != "openmpi":
             raise InputError(f"the measured rules of study {printable(best.study)} are for "

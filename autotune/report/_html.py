@@ -337,7 +337,9 @@ def _rules(data: ReportData, images: Mapping[str, str]) -> str:
     compared = [(what, c.text()) for what, c in (
         ("composed rules over the untuned stack", stored.vs_default),
         ("composed rules over the best single configuration", stored.vs_single),
-        ("best single configuration over the untuned stack", stored.single_vs_default))
+        ("best single configuration over the untuned stack", stored.single_vs_default),
+        *((f"composed rules over the best single configuration at {label}", c)
+          for label, c in stored.band_gains.items()))
         if c is not None]
     caption = ("Time of every algorithm at every size over the best configuration's own "
                f"algorithm (below 1: faster), geometric mean of {stored.rounds} interleaved "
@@ -348,7 +350,7 @@ def _rules(data: ReportData, images: Mapping[str, str]) -> str:
             "coll_tuned): the algorithm per message-size band.</p>"
             + _table(("message sizes", "algorithm", "sub-parameters from"), rows)
             + _figure(images, "rules", "per-size rules", e(caption))
-            + (_table(("comparison (95% CI, simultaneous over 3, paired rounds)", "speedup"),
+            + (_table(("comparison (95% CI, simultaneous over the comparisons, paired rounds)", "speedup"),
                       compared) if compared else "")
             + (f"<p class=muted>rules file used for the composed launches: "
                f"<code>{e(stored.rules_file)}</code>; <code>autotune export --format ompi-rules"

@@ -237,36 +237,61 @@ class PerSizeStage:
             return _with(stored, rules_file=str(path), verdict="composed rules not measured",
                          failed=failed or f"{done} round(s): too few to compare")
         sizes = sorted(self.weights)
-        vs_default = self._compare(composed, default, sizes, done)
-        vs_single = self._compare(composed, single, sizes, done)
-        single_vs_default = self._compare(single, default, sizes, done)
-        adopted = vs_default.low > 1.0 and vs_single.speedup >= 1.0
-        verdict = (f"{stored.bands} bands; composed rules {vs_default.speedup:.3f}x over the "
-                   f"untuned stack, {vs_single.speedup:.3f}x over the best single configuration: "
-                   + ("adopted (ompi-rules exports them)" if adopted else
-                      "not adopted (" + ("not faster than the untuned stack beyond doubt"
-                                         if vs_default.low <= 1.0 else
-                                         "slower than the best single configuration") + ")"))
+        changed = [b for b in stored.rules.bands
+                   if b.choice != (single.choice or AlgorithmChoice(0))]
+        family = 3 + len(changed)
+        vs_default = self._compare(composed, default, sizes, done, family)
+        vs_single = self._compare(composed, single, sizes, done, family)
+        single_vs_default = self._compare(single, default, sizes, done, family)
+        in_bands = {b.label(): self._compare(composed, single, [s for s in sizes if b.holds(s)],
+                                             done, family)
+                    for b in changed if any(b.holds(s) for s in sizes)}
+        adopted, verdict = _judge(stored.bands, vs_default, vs_single, in_bands)
         return _with(stored, vs_default=vs_default, vs_single=vs_single,
-                     single_vs_default=single_vs_default, adopted=adopted, verdict=verdict,
-                     rules_file=str(path))
+                     single_vs_default=single_vs_default, band_gains=in_bands, adopted=adopted,
+                     verdict=verdict, rules_file=str(path),
+                     arms_us={a.name: _geo_means(a.log_t) for a in arms})
 
-    def _compare(self, arm: _Arm, other: _Arm, sizes: list[int], rounds: int) -> Comparison:
-        """Weighted log-ratio per round, Student t, simultaneous over the stage's 3 comparisons."""
+    def _compare(self, arm: _Arm, other: _Arm, sizes: list[int], rounds: int,
+                 family: int) -> Comparison:
+        """Weighted log-ratio per round over `sizes`, Student t, simultaneous over the stage's
+        comparisons (3 overall, one per band where the rules differ from the best)."""
         scores = []
         for r in range(rounds):
             per_size = {s: arm.log_t[s][r] - other.log_t[s][r] for s in sizes
                         if not (math.isnan(arm.log_t[s][r]) or math.isnan(other.log_t[s][r]))}
             if per_size:
                 scores.append(objective.weighted_score(per_size, self.weights))
-        interval = mean_interval(scores, self.confidence, family=3)
+        interval = mean_interval(scores, self.confidence, family=family)
         speed, low, high = interval.speedup()
-        return Comparison(speed, low, high, len(scores))
+        return Comparison(speed, low, high, len(scores), tuple(scores))
 
     def _tell(self, event: str, *args: Any) -> None:
         handler = getattr(self.events, event, None)
         if handler is not None:
             handler(*args)
+
+
+def _judge(bands: int, vs_default: Comparison, vs_single: Comparison,
+           in_bands: Mapping[str, Comparison]) -> tuple[bool, str]:
+    """Adopted when every band where the rules differ from the best single configuration is
+    faster there beyond doubt, and the whole is surely slower than neither the best single
+    configuration nor the untuned stack. (Over all sizes a gain confined to a few of them is
+    often too small to tell from noise: the bands are judged where they act.)"""
+    where = "; ".join(f"{label}: {c.text()} over the best single configuration"
+                      for label, c in in_bands.items())
+    text = (f"{bands} bands ({where}); overall {vs_default.speedup:.3f}x "
+            f"({vs_default.low:.3f}x..{vs_default.high:.3f}x) over the untuned stack, "
+            f"{vs_single.speedup:.3f}x ({vs_single.low:.3f}x..{vs_single.high:.3f}x) over the best "
+            "single configuration: ")
+    unproven = [label for label, c in in_bands.items() if not c.low > 1.0]
+    if unproven:
+        return False, text + f"not adopted ({', '.join(unproven)} not faster there beyond doubt)"
+    if vs_single.high < 1.0 or vs_default.high < 1.0:
+        return False, text + "not adopted (slower overall beyond doubt)"
+    if not in_bands:
+        return False, text + "not adopted (the rules differ from the best nowhere measured)"
+    return True, text + "adopted (ompi-rules exports them)"
 
 
 def _geo_means(log_t: Mapping[int, list[float]]) -> dict[int, float]:

@@ -4,7 +4,7 @@ single configuration. Written by rules/_stage.py; read by export, status and rep
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import optuna
@@ -24,6 +24,7 @@ class Comparison:
     low: float
     high: float
     rounds: int
+    scores: tuple[float, ...] = ()  # weighted log-ratio of each round (lower: the arm faster)
 
     def text(self) -> str:
         return f"{self.speedup:.3f}x ({self.low:.3f}x..{self.high:.3f}x, {self.rounds} rounds)"
@@ -57,9 +58,13 @@ class StoredRules:
     vs_default: Comparison | None = None  # composed rules over the untuned stack
     vs_single: Comparison | None = None  # composed rules over the best single configuration
     single_vs_default: Comparison | None = None
+    band_gains: dict[str, Comparison] = field(default_factory=dict)  # band label -> composed over
+    # the best single configuration at that band's sizes (bands where the two differ)
     adopted: bool = False  # export the rule set instead of the single configuration
     verdict: str = ""
     rules_file: str = ""  # the file the composed launches read
+    arms_us: dict[str, dict[int, float]] = field(default_factory=dict)  # composed, single,
+    # untuned: geometric mean time per size over the composed rounds
     seconds: float = 0.0
     finished: float | None = None
     failed: str = ""
@@ -83,7 +88,10 @@ class StoredRules:
             "rounds": self.rounds, "cost": self.cost,
             "vs_default": comparison(self.vs_default), "vs_single": comparison(self.vs_single),
             "single_vs_default": comparison(self.single_vs_default),
+            "band_gains": {label: comparison(c) for label, c in self.band_gains.items()},
             "adopted": self.adopted, "verdict": self.verdict, "rules_file": self.rules_file,
+            "arms_us": {arm: {str(s): t for s, t in per.items()}
+                        for arm, per in self.arms_us.items()},
             "seconds": self.seconds, "finished": self.finished, "failed": self.failed}
 
     @classmethod
@@ -125,9 +133,15 @@ class StoredRules:
             vs_single=_comparison(data.get("vs_single"), f"{where}: vs_single"),
             single_vs_default=_comparison(data.get("single_vs_default"),
                                           f"{where}: single_vs_default"),
+            band_gains={str(label): c for label, value in as_mapping(
+                data.get("band_gains") or {}, f"{where}: band_gains").items()
+                if (c := _comparison(value, f"{where}: band_gains")) is not None},
             adopted=as_bool(data.get("adopted", False), f"{where}: adopted"),
             verdict=as_str(data.get("verdict") or "", f"{where}: verdict"),
             rules_file=as_str(data.get("rules_file") or "", f"{where}: rules_file"),
+            arms_us={str(arm): dict_of_floats(per, f"{where}: arms_us")
+                     for arm, per in as_mapping(data.get("arms_us") or {},
+                                                f"{where}: arms_us").items()},
             seconds=as_float(data.get("seconds") or 0.0, f"{where}: seconds"),
             finished=as_opt_float(data.get("finished"), f"{where}: finished"),
             failed=as_str(data.get("failed") or "", f"{where}: failed"))
@@ -140,7 +154,10 @@ def _comparison(value: Any, where: str) -> Comparison | None:
     speedup, low, high = (as_float(data.get(k), f"{where}: {k}") for k in ("speedup", "low", "high"))
     if not low <= high:
         raise StorageError(f"{where} is not an interval (low {low} > high {high})")
-    return Comparison(speedup, low, high, as_int(data.get("rounds") or 0, f"{where}: rounds"))
+    scores = tuple(as_float(v, f"{where}: scores")
+                   for v in as_list(data.get("scores") or [], f"{where}: scores"))
+    return Comparison(speedup, low, high, as_int(data.get("rounds") or 0, f"{where}: rounds"),
+                      scores)
 
 
 def stored_rules(study: optuna.Study) -> StoredRules | None:

@@ -17,7 +17,8 @@ from autotune.errors import InputError, StorageError
 from autotune.export import BestConfig, ExportOptions, export_text, pick_format
 from autotune.export._ompi_rules import ompi_version
 from autotune.rules import AlgorithmChoice, RuleSet
-from autotune.storage import StudyConfig
+from autotune.export import ompi_rules_file
+from autotune.storage import StoredRules, StudyConfig
 from tests.storage import CONFIG
 
 BANDS = RuleSet.from_starts("openmpi", "allreduce", 2, [
@@ -237,3 +238,20 @@ def test_header_fields_cannot_break_out_of_their_comment():
 def test_no_stored_configuration():
     with pytest.raises(InputError, match="stores no configuration"):
         export_text("ompi-rules", best(config=None, rules=None))
+
+
+def _measured(adopted: bool) -> StoredRules:
+    rules = RuleSet.from_starts("openmpi", "allreduce", 2, [(0, AlgorithmChoice(0)),
+                                                            (11586, AlgorithmChoice(3))])
+    return StoredRules(collective="allreduce", comm_size=2, trial=0, incumbent=0, variants=(),
+                       per_size={}, rules=rules, rounds=4, adopted=adopted,
+                       verdict="2 bands (...): " + ("adopted" if adopted else "not adopted"))
+
+
+def test_measured_rules_are_exported_only_when_adopted_or_forced():
+    assert "11586 3 0 0" not in ompi_rules_file(best(rules=None, rules_measured=_measured(False)))
+    forced = ompi_rules_file(best(rules=None, rules_measured=_measured(False), force=True))
+    assert "11586 3 0 0" in forced and "NOT ADOPTED" in forced
+    measured = _measured(True)
+    adopted = ompi_rules_file(best(rules=measured.rules, rules_measured=measured))
+    assert "11586 3 0 0" in adopted and "# per-size rules: 2 bands (...): adopted" in adopted

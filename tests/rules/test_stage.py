@@ -79,4 +79,6 @@ def test_composed_rules_are_measured_against_the_untuned_stack_and_the_best(tmp_
     for comparison in (result.vs_default, result.vs_single, result.single_vs_default):
         assert comparison is not None and comparison.rounds == 3
         assert comparison.low <= comparison.speedup <= comparison.high
-    assert result.verdict.startswith("2 bands; composed rules")
+    assert result.verdict.startswith("2 bands (")
+    assert set(result.band_gains) <= {b.label() for b in two.bands} and result.band_gains
+    assert ("adopted (ompi-rules" in result.verdict) == result.adopted
