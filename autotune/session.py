@@ -91,7 +91,7 @@ class StartOptions:
     verify: str = "auto"  # auto | yes | no: the independent check at the end (verify.py)
     verify_rounds: int = 20
     per_size: bool = True  # per-size algorithm rules after the confirmation (rules/stage.py)
-    per_size_rounds: int = 4
+    per_size_rounds: int = 6
 
 
 @dataclass(frozen=True)

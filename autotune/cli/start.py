@@ -139,7 +139,7 @@ from .options import (
               help="after the confirmation, choose coll_tuned's algorithm per message-size band "
                    "(spaces that tune it), and measure the composed rules against the best "
                    "single configuration (--confirm 0 skips it too)")
-@click.option("--per-size-rounds", type=click.IntRange(min=2), default=4, show_default=True,
+@click.option("--per-size-rounds", type=click.IntRange(min=2), default=6, show_default=True,
               help="interleaved rounds of every algorithm at every size for the per-size rules")
 @study_option
 @storage_option

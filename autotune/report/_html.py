@@ -345,7 +345,7 @@ def _rules(data: ReportData, images: Mapping[str, str]) -> str:
                f"algorithm (below 1: faster), geometric mean of {stored.rounds} interleaved "
                "rounds, launched with the best configuration's other settings; shaded: the bands "
                "chosen (an algorithm takes a band only where it is faster beyond doubt, and a "
-               "band must be worth more than 2% of the weighted score).")
+               "band must be worth more than 1% of the weighted score).")
     return (head + f"<p>{e(rules.collective)} on {rules.comm_size} ranks ({e(rules.stack)} "
             "coll_tuned): the algorithm per message-size band.</p>"
             + _table(("message sizes", "algorithm", "sub-parameters from"), rows)

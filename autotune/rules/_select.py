@@ -7,7 +7,9 @@ Two steps, both on paired rounds (every variant launched once per round, in rand
 2. bands: decision trees over log2(size) (scikit-learn) with 1, 2, ... leaves; each leaf then
    takes, of the variants chosen at its sizes, the one with the least total log time, and the fewest leaves whose
    cost is within `penalty` of the per-size choice wins (decision trees over message size are the
-   published way to compress such rules, at about 2% penalty). Neighbours with the same choice
+   published way to compress such rules, at about 2% penalty; 1% here, because a gain confined
+   to one band of a few sizes is worth a rule, and noise is kept out by the tests above and by
+   the composed rules' own measurement). Neighbours with the same choice
    merge; a boundary lies at the geometric mean of the two measured sizes it separates.
 """
 
@@ -23,8 +25,9 @@ from sklearn.tree import DecisionTreeClassifier
 from ..stats import mean_interval
 from ._model import AlgorithmChoice, RuleSet
 
-PENALTY = 0.02  # bands may cost this much (weighted mean) over the per-size choice
+PENALTY = 0.01  # bands may cost this much (weighted mean) over the per-size choice
 MAX_BANDS = 6
+MIN_BAND_SIZES = 2
 SWITCH_CONFIDENCE = 0.90  # per-size evidence needed to leave the incumbent
 BAND_CONFIDENCE = 0.99  # a band's evidence: the tree picks where noise looks best, so more
 # (synthetic rounds, 4 per variant, 18 sizes, 20% noise: 4/100 noise-only runs got a false band)
@@ -92,7 +95,7 @@ def plan_bands(choices: Sequence[SizeChoice], log_t: Mapping[int, Mapping[int, S
         if leaves == 1 or simple:
             leaf_of = np.zeros(len(sizes), dtype=int)
         else:
-            tree = DecisionTreeClassifier(max_leaf_nodes=leaves, min_samples_leaf=2,
+            tree = DecisionTreeClassifier(max_leaf_nodes=leaves, min_samples_leaf=MIN_BAND_SIZES,
                                           random_state=0)
             leaf_of = tree.fit(x, y).apply(x)
         plan = _plan_from_leaves(leaf_of, y, leaf, ideal)

@@ -65,7 +65,7 @@ class PerSizeStage:
 
     def __init__(self, study: optuna.Study, space: SearchSpace, *, collective: str, nodes: int,
                  ppn: int, weights: Mapping[int, float], default_params: dict[str, Any],
-                 default_settings: LaunchSettings, rules_dir: Path, rounds: int = 4,
+                 default_settings: LaunchSettings, rules_dir: Path, rounds: int = 6,
                  confirm_rounds: int = 6, confidence: float = 0.95, seed: int | None = None,
                  events: Events | None = None, rules_text: Any = None) -> None:
         self.study, self.space = study, space
