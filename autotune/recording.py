@@ -12,14 +12,14 @@ from __future__ import annotations
 import fcntl
 import os
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError
 from .measure import LaunchFailed, MeasurementPlan, Measurer, PlannedLaunch
-from .space import SearchSpace, TrialContext
+from .space import SearchSpace, TrialContext, assignments
 from .space._model import is_choice
 from .storage._grid import Config, config_key, grid_rows, read_grid
 
@@ -42,7 +42,7 @@ def grid_configs(space: SearchSpace, ctx: TrialContext,
         if p.type == "int":
             raise InputError(f"grid record needs knobs with choices; {p.name} is an integer range")
     seen: dict[Config, GridConfig] = {}
-    for params in _walk(params_here, 0, {}, context_values):
+    for params in assignments(params_here, context_values):
         key = config_key({p.name: ("" if is_choice(params[p.name], (p.default,)) else
                                    params[p.name]) for p in params_here
                           if p.name in params and p.apply != "context"})
@@ -51,22 +51,6 @@ def grid_configs(space: SearchSpace, ctx: TrialContext,
             raise InputError(f"the space has more than {MAX_CONFIGS} configurations: restrict it "
                              "(a space file with a few values per knob)")
     return knobs, sorted(seen.values(), key=lambda c: c.key)
-
-
-def _walk(params, index: int, chosen: dict[str, Any],
-          context_values: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    if index == len(params):
-        yield dict(chosen)
-        return
-    p = params[index]
-    if not p.active(chosen):
-        yield from _walk(params, index + 1, chosen, context_values)
-        return
-    values = ((context_values.get(p.name, p.default),) if p.apply == "context" else p.choices)
-    for value in values:
-        chosen[p.name] = value
-        yield from _walk(params, index + 1, chosen, context_values)
-        del chosen[p.name]
 
 
 @dataclass

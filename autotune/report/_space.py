@@ -10,7 +10,7 @@ space file is gone or changed, the knobs the trials saw are taken as independent
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,7 +18,7 @@ import optuna
 from optuna.distributions import CategoricalDistribution, IntDistribution
 
 from ..errors import AutotuneError
-from ..space import Parameter, SearchSpace, TrialContext
+from ..space import Parameter, SearchSpace, TrialContext, assignments
 from ..space._model import is_choice
 from ..storage import RESOLUTION_ATTR, StudyConfig, TrialRecord
 from ..storage._grid import config_key
@@ -132,22 +132,6 @@ def _knobs(sp: StudySpace) -> tuple[Parameter, ...]:
     return sp.space.for_context(sp.ctx)
 
 
-def _walk(params: Sequence[Parameter], index: int, chosen: dict[str, Any],
-          context_values: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every assignment of the active knobs, conditions followed as the sampler asks them."""
-    if index == len(params):
-        yield dict(chosen)
-        return
-    p = params[index]
-    if not p.active(chosen):
-        yield from _walk(params, index + 1, chosen, context_values)
-        return
-    values = ((context_values.get(p.name, p.default),) if p.apply == "context" else p.choices)
-    for value in values:
-        chosen[p.name] = value
-        yield from _walk(params, index + 1, chosen, context_values)
-        del chosen[p.name]
-
 
 def _key(params: Sequence[Parameter], point: Mapping[str, Any]) -> tuple:
     """Configurations that set the same knobs to the same values are one (a default is unset)."""
@@ -159,7 +143,7 @@ def count_full_grid(sp: StudySpace, cap: int = MAX_COUNT) -> Count:
     """Distinct configurations of the whole space (what an exhaustive sweep measures)."""
     params = _knobs(sp)
     seen: set[tuple] = set()
-    for point in _walk(params, 0, {}, sp.context_values):
+    for point in assignments(params, sp.context_values):
         seen.add(_key(params, point))
         if len(seen) >= cap:
             return Count(len(seen), capped=True)

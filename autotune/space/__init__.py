@@ -3,9 +3,9 @@
 
 from ._load import SPACES_DIR, available_spaces, check_args, check_name, load_space
 from ._model import (Compose, LaunchSettings, Parameter, Requirement, SearchSpace, Setting,
-                     TrialContext, check_value)
+                     TrialContext, assignments, check_value)
 from ._resolve import Removal, ResolvedSpace, resolve
 
 __all__ = ["Compose", "LaunchSettings", "check_args", "Parameter", "Removal",
            "Requirement", "ResolvedSpace", "SPACES_DIR", "SearchSpace", "Setting", "TrialContext",
-           "available_spaces", "check_name", "check_value", "load_space", "resolve"]
+           "assignments", "available_spaces", "check_name", "check_value", "load_space", "resolve"]

@@ -9,7 +9,7 @@ set by a trial; the sampler is pinned to the allocation's value).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -242,6 +242,31 @@ class SearchSpace:
                             args=tuple((c, a) for c, a in p.args if c in choices))
             params.append(p)
         return replace(self, parameters=tuple(params))
+
+
+def assignments(params: Sequence[Parameter], context_values: Mapping[str, Any] | None = None
+                ) -> Iterator[dict[str, Any]]:
+    """Every assignment of the active parameters (a full grid), conditions followed as the
+    sampler asks them: a parameter inactive under the values chosen before it is left out;
+    context parameters take the allocation's value."""
+    context_values = context_values or {}
+
+    def walk(index: int, chosen: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        if index == len(params):
+            yield dict(chosen)
+            return
+        p = params[index]
+        if not p.active(chosen):
+            yield from walk(index + 1, chosen)
+            return
+        values = ((context_values.get(p.name, p.default),) if p.apply == "context"
+                  else p.choices)
+        for value in values:
+            chosen[p.name] = value
+            yield from walk(index + 1, chosen)
+            del chosen[p.name]
+
+    return walk(0, {})
 
 
 def is_choice(value: Any, choices: tuple[Any, ...]) -> bool:

@@ -1,6 +1,5 @@
 """The per-size stage for real: mpirun, 2 ranks, the mpi4py kernel, SQLite storage."""
 import json
-import subprocess
 from pathlib import Path
 
 import optuna
