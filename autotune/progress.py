@@ -117,6 +117,9 @@ class ProgressDisplay:
                            "interleaved rounds, with the best configuration's other settings")
         self.progress.update(self.launch_task, description="per-size rules", visible=False)
 
+    def ruling_skipped(self, reason: str) -> None:
+        self.console.print(f"per-size rules skipped: {escape(reason)}")
+
     def composing(self, bands: int, rounds: int) -> None:
         self.console.print(f"per-size rules: {bands} bands; measuring the composed rules against "
                            f"the untuned stack and the best single configuration, {rounds} rounds")

@@ -11,8 +11,8 @@ from optuna.trial import TrialState
 
 from .claims import BELOW_NOISE, below_noise_floor, interval_text, verification_for
 from .noise import noise_floor
-from .storage import (TrialRecord, load_baselines, stored_config, stored_confirmation,
-                      stored_rules, stored_run, stored_verification)
+from .storage import (StoredRules, TrialRecord, load_baselines, stored_config,
+                      stored_confirmation, stored_rules, stored_run, stored_verification)
 from .units import format_size
 
 
@@ -143,7 +143,7 @@ def study_status(study: optuna.Study, storage_url: str | None = None) -> StudySt
     noise = noise_floor(study)
     rules = stored_rules(study)
     return StudyStatus(
-        per_size_rules=(f"per-size rules: {rules.failed or rules.verdict}" if rules else ""),
+        per_size_rules=_rules_line(study, rules),
         per_size_detail=rules.to_dict() if rules else None,
         confirmed_best_trial=confirmed_best,
         best_speedup_ci=ci,
@@ -181,3 +181,20 @@ def study_status(study: optuna.Study, storage_url: str | None = None) -> StudySt
         recent_drift=(sum(recent) / len(recent)) if recent else None,
         bench_seconds=sum(t.bench_seconds for t in trials),
     )
+
+
+def _rules_line(study: optuna.Study, rules: StoredRules | None) -> str:
+    """The per-size stage's verdict, or that it belongs to an earlier best (export ignores it)."""
+    from .errors import AutotuneError
+    from .export import best_config
+
+    if rules is None:
+        return ""
+    try:
+        current = best_config(study).trial
+    except AutotuneError:
+        current = None
+    if rules.trial != current:
+        return (f"per-size rules: measured for trial {rules.trial}, not the current best; the "
+                "next `autotune start` measures them anew")
+    return f"per-size rules: {rules.failed or rules.verdict}"

@@ -15,7 +15,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 STUDY = "allreduce-1n2p-openmpi-ucx+openmpi-tuned"
 FAST = ["--collective", "allreduce", "--ppn", "2", "--sizes", "8:1k", "--repetitions", "3",
-        "--stages", "1", "--time-per-size", "0.003", "--no-check-live", "--foreground"]
+        "--stages", "1", "--time-per-size", "0.003", "--no-check-live", "--no-per-size",
+        "--foreground"]
 MARKERS = ("autotune.benchmarks.mpi4py_kernel", "orted", "fake_mpirun")
 
 pytestmark = pytest.mark.mpi

@@ -106,7 +106,8 @@ def best_config(study: optuna.Study) -> BestConfig:
 
 def _rules_of(study: optuna.Study, best: TrialRecord) -> dict:
     """Per-size rules go with the export only when they were measured with this configuration's
-    other settings and adopted (faster than the untuned stack, not slower than this one)."""
+    other settings and adopted (every band that differs from it faster there beyond doubt, the
+    whole surely slower than neither it nor the untuned stack)."""
     measured = stored_rules(study)
     if measured is None or measured.trial != best.number:
         return {}

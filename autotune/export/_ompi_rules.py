@@ -31,9 +31,12 @@ import datetime as dt
 import json
 import re
 from dataclasses import replace
+from functools import partial
 
 from ..errors import InputError, StorageError
-from ..rules import TUNED_PREFIX, AlgorithmChoice, RuleSet, choice_from_params, tuned_param_names
+from ..rules import (TUNED_PREFIX, AlgorithmChoice, RuleSet, choice_from_params,
+                     ompi_message_size, tuned_param_names)
+from ..rules._model import TIMES_COMM_SIZE
 from ._best import BestConfig, check_exportable, header_lines, printable
 from ._options import ExportOptions
 
@@ -223,9 +226,11 @@ def _rule_lines(rules: RuleSet, names: tuple[str, ...], v2: bool) -> list[str]:
         f"{len(rules.bands)}  # message-size rules (columns: msgsize alg faninout segsize"
         + (" max_requests)" if v2 else ")"),
     ]
+    scaled = coll in TIMES_COMM_SIZE
     for band in rules.bands:
-        lines.append(rule(band.min_bytes, band.choice,
-                          f"{band.label()}: {_alg_label(names, band.choice)}"))
+        lines.append(rule(ompi_message_size(coll, n, band.min_bytes), band.choice,
+                          f"{band.label()}{' per rank' if scaled else ''}: "
+                          f"{_alg_label(names, band.choice)}"))
     lines += [
         f"{n + 1}  # more than {n} ranks:",
         "1  # message-size rules",
@@ -265,9 +270,10 @@ def _json_rules(rules: RuleSet) -> str:
     entries = []
     for band in rules.bands:
         choice = band.choice
+        size = partial(ompi_message_size, rules.collective, rules.comm_size)
         entry: dict[str, object] = {
-            "msg_size_min": band.min_bytes,
-            "msg_size_max": "inf" if band.max_bytes is None else band.max_bytes - 1,
+            "msg_size_min": size(band.min_bytes),
+            "msg_size_max": "inf" if band.max_bytes is None else size(band.max_bytes) - 1,
             "alg": choice.algorithm}
         for key, value in (("faninout", choice.faninout), ("seg_size", choice.segsize),
                            ("reqs", choice.max_requests)):

@@ -215,7 +215,7 @@ def build(study: optuna.Study, now: dt.datetime | None = None) -> ReportData:
         history=history, seconds=seconds, importance=importance_data(study, records),
         hockney=hockney_data(curves, config.collective, nprocs),
         cost=cost_data(study, config, records, seconds, best),
-        rules=stored_rules(study))
+        rules=_rules_for(study, best.trial))
 
 
 def pml_in_force(resolution: Mapping[str, Any], default_params: Mapping[str, Any]) -> str:
@@ -544,3 +544,9 @@ def per_size_ratios(rules: StoredRules) -> tuple[VariantRatios, ...]:
                                  tuple(variant.mean_us[s] / base[s] for s in sizes),
                                  i == rules.incumbent))
     return tuple(out)
+
+
+def _rules_for(study: optuna.Study, best_trial: int) -> StoredRules | None:
+    """The per-size rules measured with the best configuration shown (earlier ones are stale)."""
+    rules = stored_rules(study)
+    return rules if rules is not None and rules.trial == best_trial else None

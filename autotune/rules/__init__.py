@@ -1,7 +1,8 @@
-"""Per-size algorithm rules (RuleSet) and how they are chosen from a study's measurements."""
+"""Per-size algorithm rules (RuleSet) and how they are chosen from a study's measurements
+(the stage itself is `autotune.rules.stage`, imported where it runs: it needs storage)."""
 
 from ._model import (TUNED_PREFIX, AlgorithmChoice, RuleSet, SizeBand, choice_from_params,
-                     tuned_param_names)
+                     ompi_message_size, tuned_param_names)
 
 __all__ = ["TUNED_PREFIX", "AlgorithmChoice", "RuleSet", "SizeBand", "choice_from_params",
-           "tuned_param_names"]
+           "ompi_message_size", "tuned_param_names"]

@@ -3,7 +3,9 @@ runs for which message-size band, for one collective at one communicator size.
 
 A RuleSet is what the exporters turn into an Open MPI dynamic rules file, an MPICH selection file
 or a UCC tune string; a single global configuration is a RuleSet of one band starting at 0.
-Sizes are the collective's buffer size in bytes (IMB's #bytes; Open MPI's dsize * count).
+Sizes are the benchmark's message size in bytes (IMB's #bytes: per rank for allgather and
+alltoall). Open MPI's decision counts allreduce, bcast and reduce the same way (dsize * count) but
+allgather and alltoall as dsize * comm_size * count: `ompi_message_size` converts.
 """
 
 from __future__ import annotations
@@ -16,6 +18,12 @@ from ..errors import InputError
 from ..units import format_size
 
 TUNED_PREFIX = "coll_tuned_"
+TIMES_COMM_SIZE = frozenset({"allgather", "alltoall"})  # coll_tuned_decision_dynamic.c
+
+
+def ompi_message_size(collective: str, comm_size: int, nbytes: int) -> int:
+    """The size Open MPI's dynamic decision compares with a rule's msgsize."""
+    return nbytes * comm_size if collective in TIMES_COMM_SIZE else nbytes
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ size, fan-out, request limit).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 import time
@@ -26,10 +27,12 @@ import optuna
 from optuna.trial import TrialState
 
 from .. import objective
+from ..errors import ClusterLost, StopRequested
 from ..measure import LaunchFailed, Measurer, PlannedLaunch
 from ..space import LaunchSettings, SearchSpace, TrialContext
 from ..stats import mean_interval
-from ..storage import Comparison, RuleVariant, StoredRules, TrialRecord, save_rules
+from ..storage import (Comparison, RuleVariant, StoredRules, TrialRecord, save_rules,
+                       stored_rules)
 from ._model import AlgorithmChoice, RuleSet, choice_from_params, tuned_param_names
 from ._select import per_size_choice, plan_bands, rule_set
 
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
     from ..events import Events
 
 RULES_SUFFIX = ".rules"
+READER_MCA = ("coll_tuned_use_dynamic_rules", "coll_tuned_dynamic_rules_filename")
 
 
 @dataclass
@@ -80,18 +84,41 @@ class PerSizeStage:
         self.names = tuned_param_names(collective)
         self.rules_text = rules_text or _rules_text
         self.mpi: object = None  # the MPI version the best configuration ran on (the format)
+        self.best_settings = self.base = LaunchSettings()  # set from the best configuration
+        self.launch_seconds = 0.0  # one launch over every size, estimated from the study
 
     # ------------------------------------------------------------------ arms
 
     def _best(self) -> tuple[int, dict[str, Any]]:
-        from ..export import best_config  # the configuration the export hands out
+        """The configuration the export hands out: its trial and params; its stored settings
+        (not a re-derivation from a space that may have changed) become the arms' base."""
+        from ..export import best_config
 
         best = best_config(self.study)
         self.mpi = best.host.get("mpi")
+        self.best_settings = LaunchSettings(env=tuple(best.env.items()),
+                                            mca=tuple(best.mca.items()),
+                                            mpirun_args=tuple(best.mpirun_args))
+        self.base = LaunchSettings(
+            env=self.best_settings.env,
+            mca=tuple((k, v) for k, v in best.mca.items()
+                      if not self._is_tuned(k) and k not in READER_MCA),
+            mpirun_args=self.best_settings.mpirun_args)
         return best.trial, dict(best.params)
 
+    def _with_tuned(self, params: dict[str, Any]) -> LaunchSettings:
+        """The best configuration's stored settings with this variant's coll_tuned settings."""
+        tuned = self.space.settings({k: v for k, v in params.items() if self._is_tuned(k)},
+                                    self.ctx)
+        mca = dict(self.base.mca)
+        mca.update({k: v for k, v in tuned.mca if self._is_tuned(k) or k in READER_MCA})
+        return LaunchSettings(env=self.base.env, mca=tuple(mca.items()),
+                              mpirun_args=self.base.mpirun_args)
+
     def _is_tuned(self, name: str) -> bool:
-        return name == self.names["algorithm"] or name.startswith(self.names["algorithm"] + "_")
+        """A setting a rules file carries per band (algorithm, segment size, fan-in/out, request
+        limit); others (e.g. bcast's k-nomial radix) stay global, in every arm."""
+        return name in self.names.values()
 
     def variants(self, best: dict[str, Any]) -> tuple[list[_Arm], int]:
         """Every algorithm with the best configuration's other settings; the index of the
@@ -101,16 +128,20 @@ class PerSizeStage:
         best_alg = best.get(self.names["algorithm"], param.default)
         trials = [TrialRecord.from_trial(t) for t in self.study.get_trials(
             deepcopy=False, states=(TrialState.COMPLETE,))]
+        if not any(alg == best_alg for alg in param.choices):
+            raise StageSkipped(f"the best configuration's {param.name}={best_alg} is not among the "
+                               "space's choices any more")
         arms, incumbent = [], 0
         for alg in param.choices:
             if alg == best_alg:
                 params, source = dict(best), "the best configuration"
                 incumbent = len(arms)
+                settings = self.best_settings  # exactly what the export hands out
             else:
                 params, source = self._params_for(alg, globals_, trials)
+                settings = self._with_tuned(params)
             choice = choice_from_params(self.collective, params) or AlgorithmChoice(0)
-            arms.append(_Arm(choice.label(), params, self.space.settings(params, self.ctx), choice,
-                             source))
+            arms.append(_Arm(choice.label(), params, settings, choice, source))
         return arms, incumbent
 
     def _params_for(self, alg: Any, globals_: dict[str, Any],
@@ -158,27 +189,67 @@ class PerSizeStage:
 
     def _rounds(self, measurer: Measurer, arms: list[_Arm], rounds: int,
                 deadline: float | None) -> int:
-        done, last = 0, 0.0
+        """Up to `rounds` rounds; none starts that would not end before the deadline."""
+        done, last = 0, self.launch_seconds * len(arms)
         while done < rounds:
-            if deadline is not None and last and time.time() + last > deadline:
+            if deadline is not None and time.time() + last > deadline:
                 break
             last = self._round(measurer, arms, done)
             done += 1
         return done
 
+    def _estimate(self, measurer: Measurer) -> float:
+        """Seconds of one launch over every size: the study's recent default launches (one per
+        size block) added up, else the plan's timeout floor."""
+        from ..storage import load_baselines
+
+        recent = load_baselines(self.study)[-20:]
+        if not recent:
+            return measurer.plan.timeout_floor
+        per_block: dict[int, list[float]] = {}
+        for launch in recent:
+            per_block.setdefault(launch.block, []).append(launch.seconds)
+        return sum(max(v) for v in per_block.values())
+
     # ------------------------------------------------------------------ the stage
 
     def __call__(self, placed: Placement, deadline: float | None) -> StoredRules | None:
+        """Run the stage; a stage that cannot run or fails is said and stored nowhere: the study,
+        its confirmation and any earlier rules stay as they are."""
+        try:
+            return self._run(placed, deadline)
+        except (StopRequested, ClusterLost):
+            raise
+        except LaunchFailed as exc:
+            if exc.reason == "interrupted":
+                raise
+            self._tell("ruling_skipped", f"{exc.reason}: {exc.detail}")
+        except StageSkipped as exc:
+            self._tell("ruling_skipped", str(exc))
+        except Exception as exc:  # a bug or a bad record: the run still ends in order
+            self._tell("ruling_skipped", f"failed: {exc.__class__.__name__}: {exc}"[:300])
+        return None
+
+    def _run(self, placed: Placement, deadline: float | None) -> StoredRules | None:
         t0 = time.perf_counter()
         trial, best = self._best()
         arms, incumbent = self.variants(best)
         sizes = sorted(self.weights) or list(placed.measurer.plan.sizes)
+        self.launch_seconds = self._estimate(placed.measurer)
+        needed = self.launch_seconds * 2 * (len(arms) + 3)  # 2 rounds of each part at least
+        if deadline is not None and time.time() + needed > deadline:
+            raise StageSkipped(f"not enough time left (about {needed:.0f} s needed)")
         self._tell("ruling", len(arms), self.rounds)
         done = self._rounds(placed.measurer, arms, self.rounds, deadline)
         stored = self._choose(arms, incumbent, sizes, done, trial)
         if stored.rules is not None and not stored.failed and stored.bands > 1:
             stored = self._compose(placed.measurer, stored, arms[incumbent], deadline)
         stored = _with(stored, seconds=time.perf_counter() - t0, finished=time.time())
+        earlier = stored_rules(self.study)
+        if stored.failed and earlier is not None and earlier.trial == trial and not earlier.failed:
+            self._tell("ruling_skipped", f"{stored.failed}; the rules measured earlier for trial "
+                       f"{trial} stay")
+            return earlier
         save_rules(self.study, stored)
         self._tell("ruled", stored)
         return stored
@@ -213,22 +284,21 @@ class PerSizeStage:
     def _compose(self, measurer: Measurer, stored: StoredRules, single: _Arm,
                  deadline: float | None) -> StoredRules:
         assert stored.rules is not None
-        path = self.rules_dir / f"{_safe(self.study.study_name)}{RULES_SUFFIX}"
+        path = self.rules_dir / rules_file_name(self.study.study_name)
         from ..files import write_output_atomically
 
         self.rules_dir.mkdir(parents=True, exist_ok=True)
         write_output_atomically(path, self.rules_text(stored.rules, self.mpi),
                                 "per-size rules file")
-        unforced = {k: v for k, v in single.params.items() if not self._is_tuned(k)}
-        base = self.space.settings(unforced, self.ctx)
-        mca = tuple((k, v) for k, v in base.mca if k not in (
-            "coll_tuned_use_dynamic_rules", "coll_tuned_dynamic_rules_filename"))
-        composed = _Arm("composed rules", unforced, LaunchSettings(
-            env=base.env, mca=mca + (("coll_tuned_use_dynamic_rules", "1"),
-                                     ("coll_tuned_dynamic_rules_filename", str(path.resolve()))),
-            mpirun_args=base.mpirun_args))
+        composed = _Arm("composed rules", {k: v for k, v in single.params.items()
+                                           if not self._is_tuned(k)}, LaunchSettings(
+            env=self.base.env, mca=self.base.mca + (
+                ("coll_tuned_use_dynamic_rules", "1"),
+                ("coll_tuned_dynamic_rules_filename", str(path.resolve()))),
+            mpirun_args=self.base.mpirun_args))
         default = _Arm("untuned stack", dict(self.default_params), self.default_settings)
-        single = _Arm("best single", single.params, single.settings)
+        incumbent_choice = single.choice or AlgorithmChoice(0)
+        single = _Arm("best single", single.params, single.settings, incumbent_choice)
         arms = [default, single, composed]
         self._tell("composing", stored.bands, self.confirm_rounds)
         done = self._rounds(measurer, arms, self.confirm_rounds, deadline)
@@ -237,8 +307,7 @@ class PerSizeStage:
             return _with(stored, rules_file=str(path), verdict="composed rules not measured",
                          failed=failed or f"{done} round(s): too few to compare")
         sizes = sorted(self.weights)
-        changed = [b for b in stored.rules.bands
-                   if b.choice != (single.choice or AlgorithmChoice(0))]
+        changed = [b for b in stored.rules.bands if b.choice != incumbent_choice]
         family = 3 + len(changed)
         vs_default = self._compare(composed, default, sizes, done, family)
         vs_single = self._compare(composed, single, sizes, done, family)
@@ -246,6 +315,9 @@ class PerSizeStage:
         in_bands = {b.label(): self._compare(composed, single, [s for s in sizes if b.holds(s)],
                                              done, family)
                     for b in changed if any(b.holds(s) for s in sizes)}
+        if None in (vs_default, vs_single, single_vs_default, *in_bands.values()):
+            return _with(stored, rules_file=str(path), verdict="composed rules not measured",
+                         failed="fewer than 2 rounds with both arms measured")
         adopted, verdict = _judge(stored.bands, vs_default, vs_single, in_bands)
         return _with(stored, vs_default=vs_default, vs_single=vs_single,
                      single_vs_default=single_vs_default, band_gains=in_bands, adopted=adopted,
@@ -253,7 +325,7 @@ class PerSizeStage:
                      arms_us={a.name: _geo_means(a.log_t) for a in arms})
 
     def _compare(self, arm: _Arm, other: _Arm, sizes: list[int], rounds: int,
-                 family: int) -> Comparison:
+                 family: int) -> Comparison | None:
         """Weighted log-ratio per round over `sizes`, Student t, simultaneous over the stage's
         comparisons (3 overall, one per band where the rules differ from the best)."""
         scores = []
@@ -262,6 +334,8 @@ class PerSizeStage:
                         if not (math.isnan(arm.log_t[s][r]) or math.isnan(other.log_t[s][r]))}
             if per_size:
                 scores.append(objective.weighted_score(per_size, self.weights))
+        if len(scores) < 2:
+            return None  # nothing can be said from one paired round
         interval = mean_interval(scores, self.confidence, family=family)
         speed, low, high = interval.speedup()
         return Comparison(speed, low, high, len(scores), tuple(scores))
@@ -309,8 +383,14 @@ def _with(stored: StoredRules, **changes: Any) -> StoredRules:
     return replace(stored, **changes)
 
 
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:120] or "study"
+def rules_file_name(study: str) -> str:
+    """A file name per study: readable, and distinct even where two names read the same."""
+    readable = "".join(c if c.isalnum() or c in "-_." else "_" for c in study)[:80] or "study"
+    return f"{readable}-{hashlib.sha256(study.encode()).hexdigest()[:10]}{RULES_SUFFIX}"
+
+
+class StageSkipped(Exception):
+    """The per-size stage cannot run now; said, nothing stored."""
 
 
 def _rules_text(rules: RuleSet, mpi: object) -> str:

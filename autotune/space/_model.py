@@ -259,8 +259,12 @@ def assignments(params: Sequence[Parameter], context_values: Mapping[str, Any] |
         if not p.active(chosen):
             yield from walk(index + 1, chosen)
             return
-        values = ((context_values.get(p.name, p.default),) if p.apply == "context"
-                  else p.choices)
+        if p.apply == "context":
+            values: Sequence[Any] = (context_values.get(p.name, p.default),)
+        elif p.type == "int" and p.low is not None and p.high is not None:
+            values = range(p.low, p.high + 1, p.step)  # every integer the sampler may ask
+        else:
+            values = p.choices
         for value in values:
             chosen[p.name] = value
             yield from walk(index + 1, chosen)

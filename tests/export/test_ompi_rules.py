@@ -255,3 +255,18 @@ def test_measured_rules_are_exported_only_when_adopted_or_forced():
     measured = _measured(True)
     adopted = ompi_rules_file(best(rules=measured.rules, rules_measured=measured))
     assert "11586 3 0 0" in adopted and "# per-size rules: 2 bands (...): adopted" in adopted
+
+
+def test_allgather_bands_are_written_in_open_mpis_total_bytes():
+    """The bands are per-rank bytes (IMB's #bytes); Open MPI's allgather/alltoall decision compares
+    dsize * comm_size * count, so the file's msgsize is the band start times the ranks."""
+    from autotune.export import ompi_rules_text
+
+    rules = RuleSet.from_starts("openmpi", "allgather", 4, [(0, AlgorithmChoice(2)),
+                                                            (4096, AlgorithmChoice(4))])
+    assert "\n16384 4 0 0" in ompi_rules_text(rules)
+    doc = json.loads(ompi_rules_text(rules, "json"))
+    assert [r["msg_size_min"] for r in doc["collectives"]["allgather"][0]["rules"]] == [0, 16384]
+    reduce = RuleSet.from_starts("openmpi", "allreduce", 4, [(0, AlgorithmChoice(2)),
+                                                             (4096, AlgorithmChoice(4))])
+    assert "\n4096 4 0 0" in ompi_rules_text(reduce)

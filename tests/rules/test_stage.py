@@ -51,9 +51,7 @@ def test_a_study_ends_with_per_size_rules_measured_against_its_best(autotune_cli
     assert "per-size rules:" in status["per_size_rules"]
 
 
-def test_composed_rules_are_measured_against_the_untuned_stack_and_the_best(tmp_path, mpirun):
-    """Two bands chosen by hand (basic_linear below 4 KiB, ring above): the composed rules file is
-    written, Open MPI runs with it, and three arms are measured in interleaved rounds."""
+def _stage(tmp_path, **kwargs):
     space = load_space(str(SPACE))
     ctx = TrialContext("allreduce", 1)
     study = optuna.create_study(storage=f"sqlite:///{tmp_path / 'db.sqlite'}", study_name="s")
@@ -63,21 +61,51 @@ def test_composed_rules_are_measured_against_the_untuned_stack_and_the_best(tmp_
     stage = PerSizeStage(study, space, collective="allreduce", nodes=1, ppn=2,
                          weights={s: 1 / len(SIZES) for s in SIZES}, default_params=defaults,
                          default_settings=space.settings(defaults, ctx), rules_dir=tmp_path / "rules",
-                         confirm_rounds=3, seed=2)
+                         seed=2, **kwargs)
+    return study, measurer, stage
+
+
+class Told:
+    def __init__(self):
+        self.said = []
+
+    def __getattr__(self, name):
+        return lambda *args: self.said.append((name, *args))
+
+
+def test_a_stage_that_cannot_run_is_said_and_stores_nothing(tmp_path):
+    """No completed trial (so no best configuration): one line, nothing stored, no exception;
+    the same for a deadline that leaves no time."""
+    from types import SimpleNamespace
+
+    told = Told()
+    study, measurer, stage = _stage(tmp_path, events=told)
+    assert stage(SimpleNamespace(measurer=measurer), None) is None
+    assert told.said[0][0] == "ruling_skipped" and "no completed trial" in told.said[0][1]
+    assert stored_rules(study) is None
+
+
+def test_composed_rules_are_measured_against_the_untuned_stack_and_the_best(tmp_path, mpirun):
+    """Two bands chosen by hand (basic_linear below 4 KiB, then the best's own recursive
+    doubling): the composed rules file is written, Open MPI runs with it, three arms are measured
+    in interleaved rounds, and only the band that differs from the best is judged on its own."""
+    study, measurer, stage = _stage(tmp_path, confirm_rounds=3)
+    stage.best_settings = stage._with_tuned({"coll_tuned_allreduce_algorithm": 3})
     best = {"coll_tuned_allreduce_algorithm": 3}
     arms, incumbent = stage.variants(best)
     assert arms[incumbent].choice == AlgorithmChoice(3)
+    assert dict(arms[incumbent].settings.mca)["coll_tuned_allreduce_algorithm"] == "3"
     two = RuleSet.from_starts("openmpi", "allreduce", 2, [(0, AlgorithmChoice(1)),
-                                                          (4096, AlgorithmChoice(4))])
+                                                          (4096, AlgorithmChoice(3))])
     chosen = StoredRules(collective="allreduce", comm_size=2, trial=0, incumbent=incumbent,
                          variants=(), per_size={}, rules=two, rounds=2)
     result = stage._compose(measurer, chosen, arms[incumbent], deadline=None)
     assert not result.failed, result.failed
     text = Path(result.rules_file).read_text()
-    assert "\n2  # allreduce" in text and "4096 4 0 0" in text
+    assert "\n2  # allreduce" in text and "4096 3 0 0" in text
     for comparison in (result.vs_default, result.vs_single, result.single_vs_default):
         assert comparison is not None and comparison.rounds == 3
         assert comparison.low <= comparison.speedup <= comparison.high
     assert result.verdict.startswith("2 bands (")
-    assert set(result.band_gains) <= {b.label() for b in two.bands} and result.band_gains
+    assert set(result.band_gains) == {two.bands[0].label()}  # the other band is the best's own
     assert ("adopted (ompi-rules" in result.verdict) == result.adopted
