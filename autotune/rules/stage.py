@@ -257,7 +257,10 @@ class PerSizeStage:
     def _choose(self, arms: list[_Arm], incumbent: int, sizes: list[int], done: int,
                 trial: int) -> StoredRules:
         variants = tuple(RuleVariant(choice=a.choice or AlgorithmChoice(0), source=a.source,
-                                     mean_us=_geo_means(a.log_t), failed=a.failed) for a in arms)
+                                     mean_us=_geo_means(a.log_t), failed=a.failed,
+                                     round_us={s: [math.exp(v) for v in vals]
+                                               for s, vals in a.log_t.items()})
+                         for a in arms)
         base = dict(collective=self.collective, comm_size=self.comm_size, trial=trial,
                     incumbent=incumbent,
                     variants=variants, rounds=done)

@@ -4,6 +4,7 @@ single configuration. Written by rules/_stage.py; read by export, status and rep
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -38,6 +39,8 @@ class RuleVariant:
     source: str  # where its sub-parameters come from: "trial 12", "defaults"
     mean_us: dict[int, float]  # geometric mean time per size over the rounds
     failed: str = ""
+    round_us: dict[int, list[float]] = field(default_factory=dict)  # every round's time (NaN:
+    # no measurement that round), so the choice can be recomputed from what was measured
 
     @property
     def label(self) -> str:
@@ -82,6 +85,8 @@ class StoredRules:
             "incumbent": self.incumbent,
             "variants": [{"choice": asdict(v.choice), "source": v.source,
                           "mean_us": {str(s): t for s, t in v.mean_us.items()},
+                          "round_us": {str(s): [None if math.isnan(t) else t for t in ts]
+                                       for s, ts in v.round_us.items()},
                           "failed": v.failed} for v in self.variants],
             "per_size": {str(s): v for s, v in self.per_size.items()},
             "rules": self.rules.to_dict() if self.rules else None,
@@ -111,7 +116,11 @@ class StoredRules:
                                                               "max_requests"))),
                 source=as_str(item.get("source") or "", f"{at}: source"),
                 mean_us=dict_of_floats(item.get("mean_us") or {}, f"{at}: mean_us"),
-                failed=as_str(item.get("failed") or "", f"{at}: failed")))
+                failed=as_str(item.get("failed") or "", f"{at}: failed"),
+                round_us={int(s): [math.nan if t is None else as_float(t, f"{at}: round_us")
+                                   for t in as_list(ts, f"{at}: round_us")]
+                          for s, ts in as_mapping(item.get("round_us") or {},
+                                                  f"{at}: round_us").items() if str(s).isdigit()}))
         per_size = {int(s): as_int(v, f"{where}: per_size")
                     for s, v in as_mapping(data.get("per_size") or {}, f"{where}: per_size").items()
                     if str(s).isdigit()}
