@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import optuna
 
-from ..storage import BaselineLaunch, StoredConfirmation, StudyConfig, TrialRecord
+from ..storage import BaselineLaunch, StoredConfirmation, StoredRules, StudyConfig, TrialRecord
 from ._space import Count, count_full_grid, count_staged, rebuild_space, stage_names
 
 if TYPE_CHECKING:
@@ -81,7 +81,8 @@ def launch_stats(records: Sequence[TrialRecord]) -> tuple[float, int]:
 
 
 def seconds_data(records: Sequence[TrialRecord], baselines: Sequence[BaselineLaunch],
-                 confirmation: StoredConfirmation | None, config: StudyConfig) -> SecondsData:
+                 confirmation: StoredConfirmation | None, config: StudyConfig,
+                 rules: StoredRules | None = None) -> SecondsData:
     mean, per_config = launch_stats(records)
     blocks = max(1, per_config // max(1, config.repetitions))
 
@@ -104,6 +105,10 @@ def seconds_data(records: Sequence[TrialRecord], baselines: Sequence[BaselineLau
         # a round: per size block, one default launch then the candidate's launch
         launches = sum(c.rounds for c in confirmation.candidates) * blocks * 2
         parts.append(SecondsPart("confirmation", launches * mean, launches, estimated=True))
+    if rules is not None and rules.seconds:  # the stage's wall time (its launches and little else)
+        launches = sum(len(next(iter(v.round_us.values()), [])) for v in rules.variants)
+        launches += 3 * max((c.rounds for c in (rules.vs_default,) if c), default=0)
+        parts.append(SecondsPart("per-size rules", rules.seconds, launches))
     return SecondsData(parts=tuple(parts), mean_launch_seconds=mean,
                        launches_per_config=per_config)
 

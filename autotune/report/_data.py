@@ -207,7 +207,8 @@ def build(study: optuna.Study, now: dt.datetime | None = None) -> ReportData:
                if subject is not None else None)
     curves = comparison_curves(config, best, subject, records, baselines, confirmation, pml)
     history = history_data(records, baselines)
-    seconds = seconds_data(records, baselines, confirmation, config)
+    seconds = seconds_data(records, baselines, confirmation, config,
+                           _rules_for(study, best.trial))
     return ReportData(
         facts=study_facts(study, config, records, now),
         verdict=verdict(best, confirmation, speedup, records, default),

@@ -127,8 +127,23 @@ def _result(data: ReportData) -> str:
     return (f'<section id="result"><h2>Result</h2><div class="verdict {kind}">'
             f"<p class=headline>{e(v.headline)}</p>{size_lines}"
             f"<p class=muted>{e(v.confirmation_note)}</p>"
-            + (f"<ul>{trust}</ul>" if trust else "") + cost_line + "</div>"
-            + _settings(v) + _candidates(v) + "</section>")
+            + (f"<ul>{trust}</ul>" if trust else "") + _rules_line(data) + cost_line + "</div>"
+            + _settings(v) + (
+                "<p><b>Plus the per-size rules</b>: <code>autotune export --format ompi-rules -o "
+                "FILE</code> writes them with the two MCA settings that make Open MPI read them "
+                "(see <a href=\"#rules\">Per-size rules</a>).</p>"
+                if data.rules is not None and data.rules.adopted else "")
+            + _candidates(v) + "</section>")
+
+
+def _rules_line(data: ReportData) -> str:
+    """The per-size stage's verdict in the result box: adopted rules are part of the answer."""
+    rules = data.rules
+    if rules is None:
+        return ""
+    what = ("<b>Per-size rules adopted</b> (deploy with <code>autotune export --format "
+            "ompi-rules</code>): " if rules.adopted else "<b>Per-size rules:</b> ")
+    return f'<p>{what}{e(rules.failed or rules.verdict)} (see <a href="#rules">Per-size rules</a>).</p>'
 
 
 def _settings(v: Verdict) -> str:

@@ -3,14 +3,15 @@
 Two steps, both on paired rounds (every variant launched once per round, in random order):
 1. per size, the best variant, but only where the data say it beats the incumbent (the best
    single configuration's variant): a paired Student-t interval of the log-time difference lies
-   below 0. Elsewhere the incumbent stays, so noise alone never cuts a band;
-2. bands: decision trees over log2(size) (scikit-learn) with 1, 2, ... leaves; each leaf then
-   takes, of the variants chosen at its sizes, the one with the least total log time, and the fewest leaves whose
-   cost is within `penalty` of the per-size choice wins (decision trees over message size are the
-   published way to compress such rules, at about 2% penalty; 1% here, because a gain confined
-   to one band of a few sizes is worth a rule, and noise is kept out by the tests above and by
-   the composed rules' own measurement). Neighbours with the same choice
-   merge; a boundary lies at the geometric mean of the two measured sizes it separates.
+   below 0. Elsewhere the incumbent stays, so noise alone seldom cuts a band;
+2. bands: decision trees over log2(size) (scikit-learn) with 1, 2, ... leaves. A leaf takes, of
+   the variants chosen at its sizes, the one with the least log time there if it beats the
+   incumbent over the leaf beyond doubt (99%); the fewest leaves whose cost is within `penalty`
+   of the per-size choice win. Decision trees over message size are the published way to
+   compress such rules, at about 2% penalty; 1% here, because a gain confined to one band of a
+   few sizes is worth a rule, and noise is kept out by the tests and by the composed rules' own
+   measurement. Neighbours with the same choice merge; a boundary lies at the geometric mean of
+   the two measured sizes it separates.
 """
 
 from __future__ import annotations
