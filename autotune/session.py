@@ -30,9 +30,8 @@ from .objective import load_weights, normalize_weights, uniform_weights
 from .probe import Capabilities, HostInfo, parse_node_probe, probe_capabilities, probe_host
 from .space import Removal, SearchSpace, TrialContext, load_space, resolve
 from .storage import (CONFIG_ATTR, FINGERPRINT_ATTR, RESOLUTION_ATTR, StoredSettings, StudyConfig,
-                      autotune_home,
-                      default_storage_url, enqueue_default, open_storage, recover_abandoned,
-                      stored_config)
+                      autotune_home, default_storage_url, enqueue_default, open_storage,
+                      recover_abandoned, stored_config)
 from .strategy import Strategy, make_strategy
 from .units import format_size, parse_size_range
 from .warmstart import enqueue_warm_start, load_warm_start
