@@ -52,8 +52,9 @@ class StudyFacts:
     trials: int
     complete: int
     pruned: int
-    failed: int
+    failed: int  # launched and failed
     generated: str
+    skipped: int = 0  # failed unlaunched: a proposal that repeated a measured configuration
 
     @property
     def nprocs(self) -> int:
@@ -243,7 +244,8 @@ def study_facts(study: optuna.Study, config: StudyConfig, records: Sequence[Tria
         ucx=str(host.get("ucx") or "-"), host=str(host.get("host") or "?"),
         cpu=str(host.get("cpu_model") or "?"), trials=len(records),
         complete=states.count("COMPLETE"), pruned=states.count("PRUNED"),
-        failed=states.count("FAIL"),
+        failed=sum(1 for r in records if r.state == "FAIL" and not r.skipped),
+        skipped=sum(1 for r in records if r.state == "FAIL" and r.skipped),
         generated=(now or dt.datetime.now().astimezone()).strftime("%Y-%m-%d %H:%M %Z").strip())
 
 

@@ -82,7 +82,9 @@ def render(data: ReportData, images: Mapping[str, str]) -> str:
              f"{f.repetitions} launches per size, weights {e(f.weights_source)}. Benchmark "
              f"{e(f.benchmark)}; space <code>{e(f.space)}</code>; {e(f.mpi)}, UCX {e(f.ucx)}; "
              f"host {e(f.host)} ({e(f.cpu)}). {f.trials} trials: {f.complete} complete, "
-             f"{f.pruned} pruned, {f.failed} failed. Generated {e(f.generated)}.")
+             f"{f.pruned} pruned, {f.failed} failed"
+             + (f", {f.skipped} proposals skipped unlaunched (already measured or refused)"
+                if f.skipped else "") + f". Generated {e(f.generated)}.")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{e(title)}</title><style>{CSS}</style></head><body>"
