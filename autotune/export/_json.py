@@ -22,6 +22,10 @@ def json_file(best: BestConfig, now: dt.datetime | None = None) -> str:
     settings = {"env": dict(sorted(best.env.items())), "mca": dict(sorted(best.mca.items())),
                 "mpirun_args": list(best.mpirun_args)}
     check = best.verification
+    measured = best.rules_measured
+    rules = best.rules
+    if rules is None and best.force and measured is not None and measured.rules is not None:
+        rules = measured.rules  # measured but not adopted: written on request
     doc = {
         "study": best.study,
         "trial": best.trial,
@@ -46,9 +50,11 @@ def json_file(best: BestConfig, now: dt.datetime | None = None) -> str:
         "measured": None if config is None else {
             "collective": config.collective, "nodes": config.nodes, "ppn": config.ppn,
             "space": config.space, "sizes": list(config.sizes)},
-        # measured per-size rules (autotune.rules.RuleSet.to_dict), None for one global setting;
-        # like the settings, withheld when the independent check disagrees
-        "rules": None if best.rules is None or best.withheld else best.rules.to_dict(),
+        # the per-size rules exported (autotune.rules.RuleSet.to_dict): adopted ones, or measured
+        # ones with --force; None for one global setting; withheld like the settings
+        "rules": None if rules is None or best.withheld else rules.to_dict(),
+        # how the per-size rules were chosen and measured (storage.StoredRules.to_dict), if they were
+        "per_size": measured.to_dict() if measured is not None else None,
         "completed_trials": best.n_complete,
         "exported": now.isoformat(timespec="seconds"),
     }

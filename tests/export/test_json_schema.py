@@ -15,6 +15,7 @@ import pytest
 
 from autotune.export import JSON_SCHEMA, best_config, json_file, json_schema
 from autotune.rules import AlgorithmChoice, RuleSet
+from autotune.storage import RuleVariant, StoredRules
 from autotune.storage import CONFIRMATION_ATTR, VERIFICATION_ATTR, StoredVerification
 from tests.storage import add_trial, controller_attrs, new_study
 
@@ -63,6 +64,14 @@ def shapes(study):
     rules = RuleSet.from_starts("openmpi", "allreduce", 2,
                                 [(0, AlgorithmChoice(3)), (4096, AlgorithmChoice(4))])
     yield "with rules", dataclasses.replace(best_config(study), rules=rules)
+    measured = StoredRules(collective="allreduce", comm_size=2, trial=1, incumbent=0,
+                           variants=(RuleVariant(AlgorithmChoice(3), "trial 1", {8: 1.5},
+                                                 round_us={8: [1.5, math.nan]}),),
+                           per_size={8: 0}, rules=rules, rounds=2, adopted=False,
+                           verdict="2 bands (...): not adopted (...)")
+    yield "rules not adopted", dataclasses.replace(best_config(study), rules_measured=measured)
+    yield "rules forced", dataclasses.replace(best_config(study), rules_measured=measured,
+                                              force=True)
     _verify(study, agrees=False)
     yield "withheld", best_config(study)
     yield "forced", dataclasses.replace(best_config(study), force=True)
@@ -81,9 +90,14 @@ def test_every_shape_of_a_real_export_validates(study, validator):
             assert doc["rules"]["bands"][1] == {"min_bytes": 4096, "max_bytes": None,
                                                 "algorithm": 4, "segsize": 0, "faninout": 0,
                                                 "max_requests": 0}
+        if name == "rules not adopted":
+            assert doc["rules"] is None and doc["per_size"]["adopted"] is False
+            assert doc["per_size"]["variants"][0]["round_us"] == {"8": [1.5, None]}
+        if name == "rules forced":
+            assert doc["rules"]["bands"][1]["algorithm"] == 4
         if name == "withheld":
             assert "withheld" in doc and doc["env"] == {} and doc["rules"] is None
-    assert len(seen) == 7
+    assert len(seen) == 9
 
 
 @pytest.mark.parametrize("change", [
