@@ -93,10 +93,20 @@ def _ratio_axis(ax, low: float, high: float) -> None:  # noqa: ANN001
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}x"))
 
 
-def _legend_below(ax, ncol: int = 2) -> None:  # noqa: ANN001
+def _legend_below(ax, ncol: int = 2, handles: list | None = None) -> None:  # noqa: ANN001
     """Legend under the axes: it never hides a curve."""
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=ncol, fontsize=9,
-              frameon=False)
+    ax.legend(**({"handles": handles} if handles else {}), loc="upper center",
+              bbox_to_anchor=(0.5, -0.14), ncol=ncol, fontsize=9, frameon=False)
+
+
+def _per_size_log_log(ax, sizes: Sequence[int], ylabel: str,  # noqa: ANN001
+                      handles: list | None = None) -> None:
+    """The axes of a per-size log-log figure: sizes, plain log y, grid, legend below."""
+    _size_axis(ax, sizes)
+    _plain_log_y(ax)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    _legend_below(ax, handles=handles)
 
 
 def _empty(ax, text: str) -> None:  # noqa: ANN001
@@ -125,11 +135,7 @@ def latency(curves: Sequence[ConfigCurve], collective: str) -> bytes:
     if not curves:
         _empty(ax, "no measured curve")
     else:
-        _size_axis(ax, all_sizes)
-        _plain_log_y(ax)
-        ax.set_ylabel("time per call (\u00b5s, max over ranks)")
-        ax.grid(True, which="both", alpha=0.3)
-        _legend_below(ax)
+        _per_size_log_log(ax, all_sizes, "time per call (\u00b5s, max over ranks)")
     ax.set_title(f"{collective} latency: geometric mean over launches, band = 95% CI")
     return _png(fig)
 
@@ -169,11 +175,7 @@ def throughput(curves: Sequence[ConfigCurve], cliffs: Sequence[CliffRow], collec
     if not all_sizes:
         _empty(ax, "no throughput (no payload)")
     else:
-        _size_axis(ax, all_sizes)
-        _plain_log_y(ax)
-        ax.set_ylabel(f"throughput (MB/s of effective bytes, {volume})")
-        ax.grid(True, which="both", alpha=0.3)
-        _legend_below(ax)
+        _per_size_log_log(ax, all_sizes, f"throughput (MB/s of effective bytes, {volume})")
     ax.set_title(f"{collective} throughput = effective bytes / time; red arrows: protocol cliffs")
     return _png(fig)
 
@@ -396,12 +398,7 @@ def hockney(data: HockneyData) -> bytes:
     if not data.fits:
         _empty(ax, "too few sizes for a Hockney fit (3 needed)")
     else:
-        _size_axis(ax, all_sizes)
-        _plain_log_y(ax)
-        ax.set_ylabel("time per call (\u00b5s)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2,
-                  fontsize=9, frameon=False)
+        _per_size_log_log(ax, all_sizes, "time per call (\u00b5s)", handles)
     ax.set_title(f"Hockney model t = t_L + V/B per region (V = {data.volume}): points measured, "
                  "lines model,\ndotted: region boundaries")
     return _png(fig)

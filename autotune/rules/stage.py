@@ -18,7 +18,7 @@ import math
 import random
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -244,7 +244,7 @@ class PerSizeStage:
         stored = self._choose(arms, incumbent, sizes, done, trial)
         if stored.rules is not None and not stored.failed and stored.bands > 1:
             stored = self._compose(placed.measurer, stored, arms[incumbent], deadline)
-        stored = _with(stored, seconds=time.perf_counter() - t0, finished=time.time())
+        stored = replace(stored, seconds=time.perf_counter() - t0, finished=time.time())
         earlier = stored_rules(self.study)
         if stored.failed and earlier is not None and earlier.trial == trial and not earlier.failed:
             self._tell("ruling_skipped", f"{stored.failed}; the rules measured earlier for trial "
@@ -307,7 +307,7 @@ class PerSizeStage:
         done = self._rounds(measurer, arms, self.confirm_rounds, deadline)
         failed = next((f"{a.name} failed: {a.failed}" for a in arms if a.failed), "")
         if failed or done < 2:
-            return _with(stored, rules_file=str(path), verdict="composed rules not measured",
+            return replace(stored, rules_file=str(path), verdict="composed rules not measured",
                          failed=failed or f"{done} round(s): too few to compare")
         sizes = sorted(self.weights)
         changed = [b for b in stored.rules.bands if b.choice != incumbent_choice]
@@ -319,10 +319,10 @@ class PerSizeStage:
                                              done, family)
                     for b in changed if any(b.holds(s) for s in sizes)}
         if None in (vs_default, vs_single, single_vs_default, *in_bands.values()):
-            return _with(stored, rules_file=str(path), verdict="composed rules not measured",
+            return replace(stored, rules_file=str(path), verdict="composed rules not measured",
                          failed="fewer than 2 rounds with both arms measured")
         adopted, verdict = _judge(stored.bands, vs_default, vs_single, in_bands)
-        return _with(stored, vs_default=vs_default, vs_single=vs_single,
+        return replace(stored, vs_default=vs_default, vs_single=vs_single,
                      single_vs_default=single_vs_default, band_gains=in_bands, adopted=adopted,
                      verdict=verdict, rules_file=str(path),
                      arms_us={a.name: _geo_means(a.log_t) for a in arms})
@@ -378,12 +378,6 @@ def _geo_means(log_t: Mapping[int, list[float]]) -> dict[int, float]:
         if finite:
             out[size] = float(math.exp(np.mean(finite)))
     return out
-
-
-def _with(stored: StoredRules, **changes: Any) -> StoredRules:
-    from dataclasses import replace
-
-    return replace(stored, **changes)
 
 
 def rules_file_name(study: str) -> str:
