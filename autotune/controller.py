@@ -114,18 +114,20 @@ class Controller:
 
     # ------------------------------------------------------------------ loop
 
-    def run(self, n_trials: int, deadline: float | None = None) -> RunSummary:
-        """Run up to n_trials; stop launching when the next trial would not end before `deadline`
+    def run(self, n_trials: int, deadline: float | None = None,
+            search_deadline: float | None = None) -> RunSummary:
+        """Run up to n_trials; stop launching trials when the next would not end before
+        `search_deadline` (else `deadline`), and anything after the search by `deadline`
         (unix time); on a stop signal or Ctrl-C, fail and re-queue the running trial."""
         summary = self.summary
         self.enqueue_default()
         self.study.set_user_attr(RUN_ATTR, run_attrs(self.run_id, n_trials, time.time(), deadline))
         try:
             if self.parallel > 1:
-                self._run_parallel(n_trials, deadline)
+                self._run_parallel(n_trials, search_deadline or deadline)
             else:
                 for _ in range(n_trials):
-                    if self._out_of_time(deadline):
+                    if self._out_of_time(search_deadline or deadline):
                         break
                     try:
                         summary.outcomes.append(self.run_trial())

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .benchmarks import Benchmark, BenchmarkRequest
+from .benchmarks import Benchmark, BenchmarkRequest, NbcTiming
 from .errors import BenchmarkOutputError, EnvironmentProblem, LaunchFailure
 from .launch import Command, Launcher, LaunchSpec, RunResult, run_command
+from .objective import DEFAULT_OBJECTIVE, size_quantity
 from .space import LaunchSettings
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ class MeasurementPlan:
     stages: int
     time_per_size: float
     timeout_floor: float = TIMEOUT_FLOOR_SECONDS
+    objective: str = DEFAULT_OBJECTIVE  # what a launch's t_max_us holds per size
 
     def blocks(self) -> list[tuple[int, ...]]:
         stages = max(1, min(self.stages, len(self.sizes)))
@@ -59,6 +61,7 @@ class MeasurementPlan:
         return planned
 
     def timeout(self, launch: PlannedLaunch) -> float:
+        # a non-blocking collective times its two loops (alone, overlapped) within this too
         per_size = self.time_per_size * 3 + SECONDS_PER_SIZE_ALLOWANCE
         return self.timeout_floor + per_size * len(launch.sizes)
 
@@ -77,16 +80,23 @@ class LaunchRecord:
     started: float
     seconds: float
     returncode: int | None
+    # the scored quantity per size (MeasurementPlan.objective): the max-over-ranks time for
+    # latency, t_ovrl or 2 - overlap%/100 for a non-blocking collective's other objectives
     t_max_us: dict[int, float] = field(default_factory=dict)
     iters: dict[int, int] = field(default_factory=dict)
     failure: str = ""
     kernel_started: float | None = None  # unix time rank 0 began (after MPI_Init)
     inherited_env_dropped: list[str] = field(default_factory=list)
+    nbc: dict[int, NbcTiming] = field(default_factory=dict)  # IMB-NBC columns per size
 
     def to_dict(self) -> dict[str, object]:
         data = asdict(self)
         data["t_max_us"] = {str(k): v for k, v in self.t_max_us.items()}
         data["iters"] = {str(k): v for k, v in self.iters.items()}
+        if self.nbc:  # stored with the launch (storage: TrialRecord.nbc_samples reads it)
+            data["nbc"] = {str(k): asdict(v) for k, v in self.nbc.items()}
+        else:
+            del data["nbc"]  # a blocking collective's launch is stored as it always was
         return data
 
 
@@ -153,13 +163,16 @@ class Measurer:
                 raise failure
             output = self.benchmark.parse(result.stdout, self.request(launch, seed))
             check_landing(output.hosts, self.launcher)
+            scored = {s: size_quantity(t, self.plan.objective)
+                      for s, t in output.timings.items()}
         except LaunchFailure as exc:
             record.failure = str(exc)
             raise LaunchFailed(exc, record) from None
         if output.hosts:  # the ranks' own word where the benchmark reports it
             record.hosts = list(output.hosts)
         record.kernel_started = output.started
-        record.t_max_us = {s: t.t_max_us for s, t in output.timings.items()}
+        record.t_max_us = scored
+        record.nbc = {s: t.nbc for s, t in output.timings.items() if t.nbc is not None}
         record.iters = {s: t.iters for s, t in output.timings.items()}
         return record
 

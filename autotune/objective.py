@@ -6,6 +6,12 @@ launches of log(t_config / t_default); the trial's value is the weighted mean ov
 Lower is better; users see speedup = exp(-value). Pairing matters: a machine-wide level shift
 between two launches then spoils one pair, which the trimmed mean drops, instead of biasing
 every size.
+
+What is scored per size (`--objective`, `size_quantity`): the collective's time (latency, t_max
+over ranks; for a non-blocking collective its t_pure, the collective alone), t_ovrl (a
+non-blocking collective started, a CPU load as long as it, then waited for) or the exposed
+share of it (overlap: 2 - overlap%/100, 1 when the CPU load hid it all, 2 when it hid nothing;
+positive, so the ratio to the default scores it as it scores times).
 """
 
 from __future__ import annotations
@@ -18,8 +24,42 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from .errors import InputError
+from .benchmarks import SizeTiming, is_nonblocking
+from .errors import BenchmarkOutputError, InputError
 from .units import parse_size
+
+OBJECTIVES = ("latency", "overlap", "t_ovrl")
+DEFAULT_OBJECTIVE = "latency"
+
+
+def check_objective(collective: str, objective: str) -> None:
+    """InputError unless `objective` can be scored for `collective` (overlap and t_ovrl exist
+    only for the non-blocking collectives)."""
+    if objective not in OBJECTIVES:
+        raise InputError(f"--objective {objective!r}: choose from {', '.join(OBJECTIVES)}")
+    if objective != DEFAULT_OBJECTIVE and not is_nonblocking(collective):
+        raise InputError(f"--objective {objective} needs a non-blocking collective (e.g. "
+                         f"--collective i{collective}); {collective} is scored on latency only")
+
+
+def exposed_share(overlap_pct: float) -> float:
+    """The overlap objective's quantity: 2 - overlap%/100, 1 (all hidden) .. 2 (none hidden)."""
+    return 2.0 - max(0.0, min(100.0, overlap_pct)) / 100.0
+
+
+def size_quantity(timing: SizeTiming, objective: str) -> float:
+    """What is scored for one size (lower is better, always positive); a non-blocking
+    objective on a timing without IMB-NBC columns is damaged output."""
+    if objective == DEFAULT_OBJECTIVE:
+        return timing.t_max_us
+    if timing.nbc is None:
+        raise BenchmarkOutputError(f"size {timing.size}: no t_ovrl/overlap columns to score "
+                                   f"--objective {objective}")
+    if objective == "t_ovrl":
+        return timing.nbc.t_ovrl_us
+    if objective == "overlap":
+        return exposed_share(timing.nbc.overlap_pct)
+    raise ValueError(f"unknown objective {objective!r}")
 
 
 def trimmed_mean(values: Iterable[float]) -> float:

@@ -20,7 +20,7 @@ def short_params(params: dict[str, Any]) -> str:
 
 
 class ProgressDisplay:
-    def __init__(self, total: int, console: Console | None = None) -> None:
+    def __init__(self, total: int | None, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True, highlight=False)
         self.total = total
         self.done = 0

@@ -7,6 +7,11 @@ Figures, per strategy and budget (trials), over the seeds:
   truth is the median over passes of its weighted mean log-ratio to the default of the same pass;
 - launches (candidate + default + confirmation) and size-launches (sizes measured, summed);
 - the share of runs that reported "the default is best".
+
+A replay can be warm-started as a campaign warm-starts a case (`warm=`): configurations another
+case found good, adapted to this grid's space, are queued after the default and measured before
+the sampler explores. `replay_study` also returns the study, so a finished replay can serve as the
+neighbour of another (autotune.campaign._warm.case_candidates).
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import optuna
@@ -28,11 +35,14 @@ from .launch._replay import ReplayExecutor, space_from_grid
 from .measure import MeasurementPlan, Measurer
 from .objective import uniform_weights, weighted_score
 from .probe import HostInfo
-from .storage import StudyConfig, quiet_optuna
+from .space import SearchSpace, TrialContext
+from .storage import StudyConfig, TrialKey, params_key, quiet_optuna
 from .storage._grid import Config, Grid, config_key
 from .strategy import make_strategy
+from .warmstart import WarmConfig, to_params
 
 HOST = HostInfo(host="replay", cpu_model="replay", cores=1, mpi="replay", ucx="", python="")
+CONTEXT = TrialContext("replay", 1)  # the context of every replayed study (collective "replay")
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,7 @@ class ReplayRun:
     default_reported: bool
     candidates: tuple[ConfirmedOutcome, ...] = ()
     confirm_rounds: int = 0
+    warm_started: tuple[tuple[tuple[str, str], ...], ...] = ()  # queued after the default, adapted
 
 
 @dataclass(frozen=True)
@@ -111,10 +122,52 @@ def mean_speedups(grid: Grid) -> dict[tuple, float]:
     return result
 
 
+@dataclass(frozen=True)
+class WarmEntry:
+    """A warm-start configuration adapted to a replayed grid's space."""
+
+    params: dict[str, Any]
+    note: str
+    dropped: tuple[str, ...] = ()  # what the adaptation changed: knobs left out, values reset
+
+
+def adapt_warm(warm: Sequence[Mapping[str, Any] | Any], space: SearchSpace) -> list[WarmEntry]:
+    """Warm-start configurations (params dicts, or anything with `.params` and `.note` such as
+    campaign._warm.Candidate) as params of `space`, the way `--warm-start` adapts its entries
+    (warmstart.to_params): a knob the space lacks is dropped, a value it lacks becomes the knob's
+    default ("unset"), a knob inactive under the adapted values is left out. The default and
+    repeats are skipped: they are measured anyway."""
+    default = params_key(space.defaults(CONTEXT))
+    seen = {default}
+    entries = []
+    for item in warm:
+        params = item.params if hasattr(item, "params") else item
+        note = str(getattr(item, "note", "") or "warm start")
+        adapted = to_params(WarmConfig("replay", 1, 1, dict(params), note), space, CONTEXT, {})
+        key = params_key(adapted.params)
+        if key in seen:
+            continue
+        seen.add(key)
+        entries.append(WarmEntry(adapted.params, note, tuple(adapted.dropped)))
+    return entries
+
+
 def replay_once(grid: Grid, strategy: str, budget: int, seed: int,
                 settings: ReplaySettings = ReplaySettings(),
-                truth: dict[tuple, float] | None = None) -> ReplayRun:
-    """One study of `budget` trials on the grid, as `autotune start` would run it."""
+                truth: dict[tuple, float] | None = None,
+                warm: Sequence[Mapping[str, Any] | Any] = ()) -> ReplayRun:
+    """One study of `budget` trials on the grid, as `autotune start` would run it; with `warm`,
+    warm-started (see replay_study)."""
+    return replay_study(grid, strategy, budget, seed, settings, truth, warm)[0]
+
+
+def replay_study(grid: Grid, strategy: str, budget: int, seed: int,
+                 settings: ReplaySettings = ReplaySettings(),
+                 truth: dict[tuple, float] | None = None,
+                 warm: Sequence[Mapping[str, Any] | Any] = ()) -> tuple[ReplayRun, optuna.Study]:
+    """replay_once, and the study it ran (in memory). `warm`: configurations queued after the
+    default (trial 0), adapted to the grid's space (adapt_warm), so they are trials 1.. and count
+    against `budget` like any trial; the sampler proposes the rest."""
     quiet_optuna()
     truth = truth or true_speedups(grid)
     space = space_from_grid(grid)
@@ -136,6 +189,11 @@ def replay_once(grid: Grid, strategy: str, budget: int, seed: int,
                             strategy=chosen, seed=seed, confirm_top=settings.confirm_top,
                             confirm_rounds=settings.confirm_rounds,
                             confirm_max_rounds=settings.confirm_max_rounds)
+    entries = adapt_warm(warm, space)
+    if entries:
+        controller.enqueue_default()  # trial 0, as run() would queue it; the warm entries follow
+        for entry in entries:
+            study.enqueue_trial(entry.params, user_attrs={TrialKey.WARM_START: entry.note})
     controller.run(budget)
     try:
         best = best_config(study)
@@ -148,11 +206,13 @@ def replay_once(grid: Grid, strategy: str, budget: int, seed: int,
         ConfirmedOutcome(config=config_key(c.params), true_speedup=truth.get(config_key(c.params), 1.0),
                          verdict=c.verdict, rounds=len(c.round_scores))
         for c in (confirmation.candidates if confirmation else ()))
-    return ReplayRun(strategy=strategy, budget=budget, seed=seed, reported=reported,
-                     regret_pp=(oracle - truth.get(reported, 1.0)) * 100,
-                     launches=executor.cost.launches, size_launches=executor.cost.size_launches,
-                     default_reported=reported == (), candidates=candidates,
-                     confirm_rounds=confirmation.rounds if confirmation else 0)
+    run = ReplayRun(strategy=strategy, budget=budget, seed=seed, reported=reported,
+                    regret_pp=(oracle - truth.get(reported, 1.0)) * 100,
+                    launches=executor.cost.launches, size_launches=executor.cost.size_launches,
+                    default_reported=reported == (), candidates=candidates,
+                    confirm_rounds=confirmation.rounds if confirmation else 0,
+                    warm_started=tuple(config_key(e.params) for e in entries))
+    return run, study
 
 
 def planted(grid: Grid, config: Config, gain: float) -> Grid:
@@ -178,15 +238,20 @@ def compare(grid: Grid, strategies: list[str], budgets: list[int], seeds: int,
             batch = [replay_once(grid, strategy, budget, seed, settings, truth)
                      for seed in range(seeds)]
             runs += batch
-            regrets = [r.regret_pp for r in batch]
-            figures.append(StrategyFigures(
-                strategy=strategy, budget=budget,
-                regret_pp_median=statistics.median(regrets),
-                regret_pp_p90=float(np.percentile(regrets, 90)),
-                launches_median=statistics.median(r.launches for r in batch),
-                size_launches_median=statistics.median(r.size_launches for r in batch),
-                default_reported_share=sum(r.default_reported for r in batch) / len(batch)))
+            figures.append(figures_of(batch, strategy, budget))
     return figures, runs
+
+
+def figures_of(batch: Sequence[ReplayRun], strategy: str, budget: int) -> StrategyFigures:
+    """The figures of one strategy at one budget over its runs (one per seed)."""
+    regrets = [r.regret_pp for r in batch]
+    return StrategyFigures(
+        strategy=strategy, budget=budget,
+        regret_pp_median=statistics.median(regrets),
+        regret_pp_p90=float(np.percentile(regrets, 90)),
+        launches_median=statistics.median(r.launches for r in batch),
+        size_launches_median=statistics.median(r.size_launches for r in batch),
+        default_reported_share=sum(r.default_reported for r in batch) / len(batch))
 
 
 def aa_universe(grid: Grid, seed: int) -> Grid:

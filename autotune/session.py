@@ -16,7 +16,8 @@ from typing import Any
 
 import optuna
 
-from .benchmarks import REDUCTION_ELEMENT_BYTES, REDUCTIONS, Benchmark, make_benchmark
+from .benchmarks import (REDUCTION_ELEMENT_BYTES, REDUCTIONS, Benchmark, is_nonblocking,
+                         make_benchmark)
 from .checks import check_cores, check_host_count, check_site_settings
 from .controller import Controller
 from .daemon import Owner, StudyLock
@@ -26,7 +27,7 @@ from .launch import (LaunchSpec, NodePool, check_site_mca, make_launcher, make_p
                      ranks_per_node, slurm_end_time)
 from .launch import check_launch_tool as _check_launch_tool
 from .measure import MeasurementPlan, Measurer, check_ucx_live, classify_failure
-from .objective import load_weights, normalize_weights, uniform_weights
+from .objective import check_objective, load_weights, normalize_weights, uniform_weights
 from .probe import Capabilities, HostInfo, parse_node_probe, probe_capabilities, probe_host
 from .space import Removal, SearchSpace, TrialContext, load_space, resolve
 from .storage import (CONFIG_ATTR, FINGERPRINT_ATTR, RESOLUTION_ATTR, StoredSettings, StudyConfig,
@@ -91,6 +92,7 @@ class StartOptions:
     verify_rounds: int = 20
     per_size: bool = True  # per-size algorithm rules after the confirmation (rules/stage.py)
     per_size_rounds: int = 6
+    objective: str = "latency"  # latency | overlap | t_ovrl (objective.OBJECTIVES)
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ class Session:
     lock: StudyLock | None = None
     deadline: float | None = None
     deadline_is_job_end: bool = False  # the deadline is the Slurm job's end, not --time-budget
+    search_deadline: float | None = None  # trials end by this, the confirmation by `deadline`
     verify_choice: Any = None  # verify.BenchmarkChoice of the end-of-study check, or None
 
     def controller(self, options: StartOptions, events: Events | None) -> Controller:
@@ -232,7 +235,7 @@ def benchmark_of(options: StartOptions) -> Benchmark:
     benchmark = make_benchmark(options.benchmark,  # with the kernel, --imb-dir is for the check
                                imb_dir=options.imb_dir if options.benchmark == "imb" else None,
                                imb_mem_gb=options.imb_mem_gb, imb_off_cache=options.imb_off_cache,
-                               numactl=options.numactl)
+                               numactl=options.numactl, collective=options.collective)
     benchmark.check()
     return benchmark
 
@@ -262,6 +265,7 @@ def preflight(options: StartOptions) -> Checked:
     space = load_space(options.space)
     check_site_settings(options, space)
     sizes = choose_sizes(options.collective, options.sizes, options.weights_file)
+    check_objective(options.collective, options.objective)
     if options.warm_start:
         load_warm_start(options.warm_start)
     name, storage_url = study_identity(options)
@@ -288,7 +292,8 @@ def verification_of(options: StartOptions) -> Any:
 
     if options.verify == "no":
         return None
-    choice = choose_benchmark(options.benchmark, imb_dir=options.imb_dir, allow_same=False)
+    choice = choose_benchmark(options.benchmark, imb_dir=options.imb_dir, allow_same=False,
+                              collective=options.collective)
     if choice is None and options.verify == "yes":
         raise InputError("--verify: IMB-MPI1 not found (give --imb-dir DIR, or put it on PATH); "
                          "the independent check of a search with the mpi4py kernel runs IMB")
@@ -322,7 +327,7 @@ def prepare_session(options: StartOptions) -> Session:
                              repetitions=options.repetitions, stages=options.stages,
                              time_per_size=options.time_per_size,
                              weights_source=chosen.weights_source, space_digest=space.digest,
-                             benchmark=benchmark.describe(),
+                             benchmark=benchmark.describe(), objective=options.objective,
                              reference=StoredSettings.of(resolved.space.settings(
                                  resolved.space.defaults(ctx, resolved.context_values),
                                  ctx)).to_dict())
@@ -382,7 +387,7 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
     plan = MeasurementPlan(collective=options.collective, nodes=options.nodes, ppn=ppn,
                            sizes=chosen.sizes, repetitions=options.repetitions,
                            stages=options.stages, time_per_size=options.time_per_size,
-                           timeout_floor=options.timeout_floor)
+                           timeout_floor=options.timeout_floor, objective=options.objective)
     store = open_storage(options.storage)
     strategy = make_strategy(options.strategy, seed=options.seed, prune=options.prune,
                              prune_after=options.prune_after, p_threshold=options.p_threshold)
@@ -454,6 +459,7 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
         session.notes.append(f"{selector}: the untuned stack runs {component} here (Open MPI's "
                              f"own choice); {selector} is a knob, and the knobs of another choice "
                              "are asked for only on trials that choose it")
+    session.notes.extend(nbc_notes(options.collective, resolved.space, ctx, caps))
     ucx_params = ucx_trial_params(resolved.space, ctx, default_params)
     if options.check_live and ucx_params is not None and caps.mpi_family == "openmpi":
         group = pool.acquire()
@@ -467,6 +473,20 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
                                                   resolved.context_values, options.collective,
                                                   options.nodes, ppn)
     return session
+
+
+def nbc_notes(collective: str, space: SearchSpace, ctx: TrialContext,
+              caps: Capabilities) -> list[str]:
+    """What a user tuning a non-blocking collective on Open MPI should know about the space:
+    its algorithms are libnbc's (coll_tuned has none), in the openmpi-libnbc space."""
+    if not is_nonblocking(collective) or caps.mpi_family != "openmpi" or any(
+            p.name.startswith("coll_libnbc_") for p in space.for_context(ctx)):
+        return []
+    if not load_space("openmpi-libnbc").for_context(ctx):  # ialltoall: no libnbc knob in 4.1
+        return []
+    return [f"{collective} runs in Open MPI's coll_libnbc, whose algorithms this space does not "
+            "search (coll_tuned's do not apply to non-blocking collectives): add them with "
+            "--space openmpi-ucx+openmpi-libnbc (docs/nbc.md)"]
 
 
 def ucx_trial_params(space: SearchSpace, ctx: TrialContext,

@@ -67,9 +67,10 @@ class BenchmarkChoice:
     note: str = ""  # what the user should know about the choice
 
 
-def _imb(imb_dir: str | None) -> Benchmark | None:
-    """IMB-MPI1 from `imb_dir`, else PATH; None when it is not there."""
-    bench = make_benchmark("imb", imb_dir=imb_dir)
+def _imb(imb_dir: str | None, collective: str | None = None) -> Benchmark | None:
+    """IMB-MPI1 (IMB-NBC for a non-blocking collective) from `imb_dir`, else PATH; None when it
+    is not there."""
+    bench = make_benchmark("imb", imb_dir=imb_dir, collective=collective)
     try:
         bench.check()
     except EnvironmentProblem:
@@ -80,12 +81,14 @@ def _imb(imb_dir: str | None) -> Benchmark | None:
 
 
 def choose_benchmark(search: str, requested: str | None = None, imb_dir: str | None = None,
-                     *, allow_same: bool = True) -> BenchmarkChoice | None:
+                     *, allow_same: bool = True,
+                     collective: str | None = None) -> BenchmarkChoice | None:
     """The benchmark of the check: `requested`, else the other one than the search's (IMB via
     `imb_dir` or PATH). Without IMB a kernel-searched study is checked with the kernel again
     (not independent, said in the note) when `allow_same`, else there is no check (None)."""
     if requested:
-        bench = make_benchmark(requested, imb_dir=imb_dir if requested == "imb" else None)
+        bench = make_benchmark(requested, imb_dir=imb_dir if requested == "imb" else None,
+                               collective=collective)
         bench.check()
         same = requested == search
         note = (f"the search used {bench.describe()} too: this check is not independent"
@@ -93,7 +96,7 @@ def choose_benchmark(search: str, requested: str | None = None, imb_dir: str | N
         return BenchmarkChoice(bench, not same, note)
     if search == "imb":
         return BenchmarkChoice(make_benchmark("mpi4py"), True)
-    imb = _imb(imb_dir)
+    imb = _imb(imb_dir, collective)
     if imb is not None:
         return BenchmarkChoice(imb, True)
     if not allow_same:
@@ -301,7 +304,8 @@ def store(study: optuna.Study, result: StoredVerification) -> None:
 def plan_of(config: StudyConfig) -> MeasurementPlan:
     return MeasurementPlan(collective=config.collective, nodes=config.nodes, ppn=config.ppn,
                            sizes=config.sizes, repetitions=config.repetitions,
-                           stages=config.stages, time_per_size=config.time_per_size)
+                           stages=config.stages, time_per_size=config.time_per_size,
+                           objective=config.objective)
 
 
 def estimate_seconds(study: optuna.Study, plan: MeasurementPlan, rounds: int) -> float | None:
@@ -409,7 +413,8 @@ def run_verify(request: VerifyRequest, *, on_start: Callable[[str], None] | None
         raise NothingToVerify(NOTHING_TO_VERIFY)
     # IMB from --imb-dir or PATH, never from a path stored in the study: a shared storage is
     # written by others, and this command would run what it names
-    choice = choose_benchmark(search_benchmark(config), request.benchmark, request.imb_dir)
+    choice = choose_benchmark(search_benchmark(config), request.benchmark, request.imb_dir,
+                              collective=config.collective)
     assert choice is not None
     lock = StudyLock.of(request.storage_url, study.study_name)
     lock.acquire(Owner(pid=os.getpid(), host=socket.gethostname(), started=time.time(),

@@ -106,9 +106,18 @@ def enqueue_warm_start(study: optuna.Study, spec: str, space: SearchSpace, ctx: 
                        context_values: dict[str, Any], collective: str, nodes: int,
                        ppn: int) -> list[str]:
     """Enqueue matching known-good configurations once each; return one line per decision."""
+    lines = enqueue_configs(study, select(load_warm_start(spec), collective, nodes, ppn), space,
+                            ctx, context_values)
+    return lines or [f"no entry of {spec} matches {collective} on {nodes} node(s)"]
+
+
+def enqueue_configs(study: optuna.Study, configs: list[WarmConfig], space: SearchSpace,
+                    ctx: TrialContext, context_values: dict[str, Any]) -> list[str]:
+    """Enqueue each configuration, adapted to the resolved space, unless the study already has
+    it (measured or queued); one line per decision."""
     lines = []
     seen = {tuple(sorted(t.params.items())) for t in study.trials}
-    for config in select(load_warm_start(spec), collective, nodes, ppn):
+    for config in configs:
         warm = to_params(config, space, ctx, context_values)
         key = tuple(sorted(warm.params.items()))
         dropped = f" (adapted: {', '.join(warm.dropped)})" if warm.dropped else ""
@@ -118,6 +127,4 @@ def enqueue_warm_start(study: optuna.Study, spec: str, space: SearchSpace, ctx: 
         seen.add(key)
         study.enqueue_trial(warm.params, user_attrs={TrialKey.WARM_START: warm.note})
         lines.append(f"queued: {warm.note}{dropped}")
-    if not lines:
-        lines.append(f"no entry of {spec} matches {collective} on {nodes} node(s)")
     return lines

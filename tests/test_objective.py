@@ -117,3 +117,48 @@ def test_load_weights_rejects_bad_files(tmp_path, content, message):
 def test_load_weights_missing_file(tmp_path):
     with pytest.raises(InputError, match="cannot read weights file"):
         objective.load_weights(tmp_path / "absent.yaml")
+
+
+# ------------------------------------------------------------------ non-blocking objectives
+
+
+def _timing(overlap=None, t_max=3.0):
+    from autotune.benchmarks import NbcTiming, SizeTiming
+
+    nbc = None if overlap is None else NbcTiming(t_pure_us=2.0, t_ovrl_us=3.5, t_cpu_us=2.0,
+                                                 overlap_pct=overlap)
+    return SizeTiming(size=64, iters=10, t_max_us=t_max, t_min_us=1.0, t_avg_us=2.0, nbc=nbc)
+
+
+def test_each_objective_scores_its_quantity():
+    timing = _timing(overlap=25.0)
+    assert objective.size_quantity(timing, "latency") == 3.0  # t_max over ranks, as ever
+    assert objective.size_quantity(timing, "t_ovrl") == 3.5
+    assert objective.size_quantity(timing, "overlap") == pytest.approx(1.75)  # 2 - 0.25
+    assert objective.size_quantity(_timing(), "latency") == 3.0
+
+
+def test_exposed_share_is_positive_and_ordered():
+    assert objective.exposed_share(100.0) == 1.0 and objective.exposed_share(0.0) == 2.0
+    assert objective.exposed_share(40.0) == pytest.approx(1.6)
+    # more overlap scores lower (better) against the default, as a shorter time does
+    assert objective.log_ratio(objective.exposed_share(60.0), objective.exposed_share(20.0)) < 0
+
+
+def test_overlap_objective_without_nbc_columns_is_damaged_output():
+    from autotune.errors import BenchmarkOutputError
+
+    with pytest.raises(BenchmarkOutputError, match="no t_ovrl/overlap columns"):
+        objective.size_quantity(_timing(), "overlap")
+
+
+def test_blocking_collectives_are_scored_on_latency_only():
+    objective.check_objective("allreduce", "latency")
+    objective.check_objective("iallreduce", "overlap")
+    objective.check_objective("ibcast", "t_ovrl")
+    with pytest.raises(InputError) as info:
+        objective.check_objective("allreduce", "overlap")
+    assert str(info.value) == ("--objective overlap needs a non-blocking collective (e.g. "
+                               "--collective iallreduce); allreduce is scored on latency only")
+    with pytest.raises(InputError, match="choose from latency, overlap, t_ovrl"):
+        objective.check_objective("iallreduce", "bandwidth")

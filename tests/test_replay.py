@@ -134,3 +134,95 @@ def test_staged_sweep_fixes_each_step_then_sweeps_the_next(grid):
     assert run.reported == OPTIMUM and run.regret_pp == 0.0
     grid_run = replay_once(grid, "grid", budget=40, seed=0)
     assert run.size_launches < grid_run.size_launches  # fewer points than every configuration
+
+
+# ------------------------------------------------------- warm start (campaign neighbours)
+
+def _neighbour_grid(tmp_path, name="neighbour.csv", rename=None, seed=1):
+    """The synthetic case recorded again with other noise (a neighbouring case); `rename` maps
+    knob columns to another case's names (e.g. the allgather algorithm)."""
+    import pandas as pd
+
+    rows = synthetic_rows(seed=seed)
+    for row in rows:
+        for old, new in (rename or {}).items():
+            row[new] = row.pop(old)
+    path = tmp_path / name
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return read_grid(path)
+
+
+def test_warm_params_are_queued_after_the_default_and_measured_first(grid):
+    from autotune.replay import replay_study
+
+    warm = [dict(OPTIMUM), {"pml": "unset", "coll_tuned_allreduce_algorithm": "2"}]
+    run, study = replay_study(grid, "tpe", budget=4, seed=0, warm=warm)
+    trials = sorted(study.trials, key=lambda t: t.number)
+    assert trials[0].user_attrs.get("is_default") and config_key(trials[0].params) == ()
+    assert [config_key(t.params) for t in trials[1:3]] == [OPTIMUM, (
+        ("coll_tuned_allreduce_algorithm", "2"),)]
+    assert all(t.user_attrs.get("warm_start") == "warm start" for t in trials[1:3])
+    assert all(t.state.name in ("COMPLETE", "PRUNED") for t in trials[:3])  # measured, in order
+    assert "warm_start" not in trials[3].user_attrs  # then the sampler
+    assert run.warm_started == (OPTIMUM, (("coll_tuned_allreduce_algorithm", "2"),))
+    cold = replay_study(grid, "tpe", budget=4, seed=0)[1]
+    assert not any("warm_start" in t.user_attrs for t in cold.trials)
+
+
+def test_warm_params_are_adapted_to_the_target_space(grid):
+    from autotune.campaign._warm import Candidate
+    from autotune.replay import adapt_warm, replay_study
+
+    space = space_from_grid(grid)
+    entries = adapt_warm([
+        # another collective's winner: its algorithm knob is not a knob here, nor UCX_RNDV_THRESH
+        Candidate({"pml": "ucx", "UCX_TLS": "self,sm", "UCX_RNDV_THRESH": "64kb",
+                   "coll_tuned_allgather_algorithm": "6"}, "allgather-1n2p: confirmed winner",
+                  winner=True),
+        # values this grid never measured: back to the knob's default
+        {"pml": "ucx", "UCX_TLS": "rc,sm", "coll_tuned_allreduce_algorithm": "9"},
+        # the same once adapted as the first: queued once
+        {"pml": "ucx", "UCX_TLS": "self,sm"},
+        # pml=ob1 is not a value here -> unset, and UCX_TLS is then inactive: the default, skipped
+        {"pml": "ob1", "UCX_TLS": "self,sm"},
+    ], space)
+    assert [e.params for e in entries] == [
+        {"pml": "ucx", "UCX_TLS": "self,sm", "coll_tuned_allreduce_algorithm": "unset"},
+        {"pml": "ucx", "UCX_TLS": "unset", "coll_tuned_allreduce_algorithm": "unset"}]
+    assert entries[0].note == "allgather-1n2p: confirmed winner"
+    assert any("coll_tuned_allgather_algorithm" in d for d in entries[0].dropped)
+    assert any("UCX_RNDV_THRESH" in d for d in entries[0].dropped)
+    assert any(d.startswith("UCX_TLS=rc,sm") for d in entries[1].dropped)
+    run, study = replay_study(grid, "tpe", budget=3, seed=0, warm=[
+        {"pml": "ucx", "UCX_TLS": "self,sm", "coll_tuned_allgather_algorithm": "6"}])
+    assert config_key(study.trials[1].params) == (("UCX_TLS", "self,sm"), ("pml", "ucx"))
+    assert run.warm_started == ((("UCX_TLS", "self,sm"), ("pml", "ucx")),)
+
+
+def test_warm_start_from_a_neighbour_reaches_its_best_within_len_warm_plus_one(grid, tmp_path):
+    from autotune.campaign._warm import case_candidates
+    from autotune.replay import replay_study
+
+    neighbour = _neighbour_grid(tmp_path)
+    source, study = replay_study(neighbour, "grid", budget=30, seed=0)
+    assert source.reported == OPTIMUM  # the neighbour's true best, confirmed
+    warm = case_candidates(study, "neighbour")
+    assert warm[0].winner and config_key(warm[0].params) == OPTIMUM and len(warm) <= 3
+    truth = true_speedups(grid)
+    goal = (max(truth.values()) - truth[OPTIMUM]) * 100
+    cold_regrets = []
+    for seed in range(3):
+        run = replay_once(grid, "tpe", budget=len(warm) + 1, seed=seed, truth=truth, warm=warm)
+        assert run.regret_pp <= goal + 1e-9 and run.reported == OPTIMUM
+        assert run.launches > 0 and run.warm_started[0] == OPTIMUM
+        cold_regrets.append(replay_once(grid, "tpe", budget=len(warm) + 1, seed=seed,
+                                        truth=truth).regret_pp)
+    assert max(cold_regrets) > goal  # the same budget cold does not always get there
+
+
+def test_replay_once_without_warm_is_unchanged(grid):
+    from autotune.replay import replay_study
+
+    a = replay_once(grid, "tpe", budget=6, seed=3)
+    b, _ = replay_study(grid, "tpe", budget=6, seed=3, warm=())
+    assert a == b and a.warm_started == ()

@@ -1,27 +1,32 @@
 """Benchmarks that time a collective under a launcher, and the parsers that read their output.
 
-One registry by name (`--benchmark`): the project's mpi4py kernel and IMB (IMB-MPI1)."""
+One registry by name (`--benchmark`): the project's mpi4py kernel and IMB (IMB-MPI1, and IMB-NBC
+for the non-blocking collectives)."""
 
 from __future__ import annotations
 
-from ._base import (COLLECTIVES, REDUCTION_ELEMENT_BYTES, REDUCTIONS, WRONG_RESULT, Benchmark,
-                    BenchmarkOutput, BenchmarkRequest, Buffers, SizeTiming, WrongResult,
-                    buffer_counts)
+from ._base import (ALL_COLLECTIVES, COLLECTIVES, NBC_COLLECTIVES, REDUCTION_ELEMENT_BYTES,
+                    REDUCTIONS, WRONG_RESULT, Benchmark, BenchmarkOutput, BenchmarkRequest,
+                    Buffers, NbcTiming, SizeTiming, WrongResult, blocking_of, buffer_counts,
+                    is_nonblocking, overlap_pct)
 from ._mpi4py import (KernelOverhead, Mpi4pyBenchmark, kernel_overhead, kernel_program,
                       parse_kernel_output)
 
 BENCHMARKS = ("mpi4py", "imb")
 
-__all__ = ["BENCHMARKS", "COLLECTIVES", "REDUCTIONS", "REDUCTION_ELEMENT_BYTES", "WRONG_RESULT",
-           "Benchmark", "BenchmarkOutput", "BenchmarkRequest", "Buffers", "KernelOverhead",
-           "Mpi4pyBenchmark", "SizeTiming", "WrongResult", "buffer_counts", "kernel_overhead",
-           "kernel_program", "make_benchmark", "parse_kernel_output"]
+__all__ = ["ALL_COLLECTIVES", "BENCHMARKS", "COLLECTIVES", "NBC_COLLECTIVES", "REDUCTIONS",
+           "REDUCTION_ELEMENT_BYTES", "WRONG_RESULT", "Benchmark", "BenchmarkOutput",
+           "BenchmarkRequest", "Buffers", "KernelOverhead", "Mpi4pyBenchmark", "NbcTiming",
+           "SizeTiming", "WrongResult", "blocking_of", "buffer_counts", "is_nonblocking",
+           "kernel_overhead", "kernel_program", "make_benchmark", "overlap_pct",
+           "parse_kernel_output"]
 
 
 def make_benchmark(name: str, *, imb_dir: str | None = None, imb_mem_gb: float | None = None,
                    imb_off_cache: str | None = None, numactl: bool = False,
-                   python: str | None = None) -> Benchmark:
-    """The benchmark called `name`, configured; InputError for an unknown name or option."""
+                   python: str | None = None, collective: str | None = None) -> Benchmark:
+    """The benchmark called `name`, configured; InputError for an unknown name or option.
+    `collective`: IMB runs IMB-NBC for a non-blocking one, IMB-MPI1 otherwise."""
     from ..errors import InputError
 
     if name == "mpi4py":
@@ -32,6 +37,7 @@ def make_benchmark(name: str, *, imb_dir: str | None = None, imb_mem_gb: float |
     if name == "imb":
         from ._imb import ImbBenchmark
 
+        nbc = collective is not None and is_nonblocking(collective)
         return ImbBenchmark(imb_dir=imb_dir, mem_gb=imb_mem_gb, off_cache=imb_off_cache,
-                            numactl=numactl)
+                            numactl=numactl, nbc=nbc)
     raise InputError(f"unknown benchmark {name!r} (choose from {', '.join(BENCHMARKS)})")

@@ -2,6 +2,10 @@
 parser that turns its output into per-size timings (t_max over ranks: a collective is as slow as
 its slowest rank). The measurer knows no benchmark; a benchmark knows no launcher and no Optuna.
 
+Non-blocking collectives (iallreduce, ...) are timed the IMB-NBC way (seeds/004): t_pure (the
+collective alone: start + wait), t_CPU (a calibrated CPU load, about t_pure long) and t_ovrl
+(start, the CPU load, wait), and the overlap they give (`overlap_pct`, IMB's formula).
+
 Kept free of mpi4py imports: importing mpi4py.MPI would initialize MPI in the controller.
 """
 
@@ -15,7 +19,10 @@ import math
 from ..errors import BenchmarkOutputError, LaunchFailure
 
 COLLECTIVES = ("allreduce", "allgather", "alltoall", "bcast", "reduce")
-REDUCTIONS = ("allreduce", "reduce")
+# the non-blocking ones: MPI_I<name>, timed with a CPU load in between (IMB-NBC's method)
+NBC_COLLECTIVES = ("iallreduce", "iallgather", "ialltoall", "ibcast", "ireduce")
+ALL_COLLECTIVES = COLLECTIVES + NBC_COLLECTIVES
+REDUCTIONS = ("allreduce", "reduce", "iallreduce", "ireduce")
 REDUCTION_ELEMENT_BYTES = 4  # float32 elements, as IMB's MPI_FLOAT + MPI_SUM
 WRONG_RESULT = "wrong-result"
 
@@ -26,6 +33,38 @@ class WrongResult(LaunchFailure):
 
     def __init__(self, detail: str, stderr_tail: str = "") -> None:
         super().__init__(WRONG_RESULT, detail, stderr_tail)
+
+
+def is_nonblocking(collective: str) -> bool:
+    return collective in NBC_COLLECTIVES
+
+
+def blocking_of(collective: str) -> str:
+    """The blocking collective with the same buffers and result: iallreduce -> allreduce."""
+    return collective[1:] if collective in NBC_COLLECTIVES else collective
+
+
+def overlap_pct(t_pure_us: float, t_cpu_us: float, t_ovrl_us: float) -> float:
+    """IMB-NBC's overlap in percent (IMB_output.c, the NBC branch of IMB_display_times):
+    100 * max(0, min(1, (t_pure + t_CPU - t_ovrl) / max(t_pure, t_CPU))). 100: the collective
+    was entirely hidden behind the computation; 0: none of it was (t_ovrl = t_pure + t_CPU).
+    IMB divides by max() here; only its MPI-2 non-blocking benchmarks (IMB-EXT) divide by
+    min(). Checked against IMB's own printed columns in tests/benchmarks."""
+    denominator = max(t_pure_us, t_cpu_us)
+    if not denominator > 0:
+        return 0.0
+    return 100.0 * max(0.0, min(1.0, (t_pure_us + t_cpu_us - t_ovrl_us) / denominator))
+
+
+@dataclass(frozen=True)
+class NbcTiming:
+    """One size of a non-blocking collective, IMB-NBC's columns (us, and percent): all four of
+    the rank whose t_ovrl is the largest, as IMB reports them."""
+
+    t_pure_us: float  # start + wait, nothing in between
+    t_ovrl_us: float  # start, the CPU load, wait
+    t_cpu_us: float  # the CPU load alone (measured inside the overlapped loop, as IMB does)
+    overlap_pct: float  # overlap_pct(t_pure, t_CPU, t_ovrl)
 
 
 @dataclass(frozen=True)
@@ -39,7 +78,9 @@ class Buffers:
 
 def buffer_counts(collective: str, size: int, nranks: int) -> Buffers:
     """`size` bytes per rank; allgather receives one block from every rank; alltoall sends and
-    receives one `size` block per peer; reductions work on whole float32 elements."""
+    receives one `size` block per peer; reductions work on whole float32 elements. A
+    non-blocking collective has the buffers of its blocking one."""
+    collective = blocking_of(collective)
     if collective in REDUCTIONS:
         count = size // REDUCTION_ELEMENT_BYTES
         return Buffers(count, count, "float32")
@@ -70,6 +111,7 @@ class SizeTiming:
     t_max_us: float  # the collective is as slow as its slowest rank: this is what we score
     t_min_us: float
     t_avg_us: float
+    nbc: NbcTiming | None = None  # a non-blocking collective's IMB-NBC columns
 
 
 # What a per-call time of a real collective can be (us): at least 0.1 ns, at most 1000 s; a
@@ -106,7 +148,23 @@ def check_timing(timing: SizeTiming) -> SizeTiming:
         raise BenchmarkOutputError(f"{where}: t_min <= t_avg <= t_max does not hold "
                                    f"({timing.t_min_us:g}, {timing.t_avg_us:g}, "
                                    f"{timing.t_max_us:g} us)")
+    if timing.nbc is not None:
+        check_nbc(timing.nbc, where)
     return timing
+
+
+def check_nbc(nbc: NbcTiming, where: str) -> NbcTiming:
+    """IMB-NBC columns that can be a measurement: t_pure and t_ovrl plausible times per call,
+    t_CPU a time (0 allowed: no load), overlap within 0..100 %."""
+    for name, low in (("t_pure_us", MIN_CALL_US), ("t_ovrl_us", MIN_CALL_US), ("t_cpu_us", 0.0),
+                      ("overlap_pct", 0.0)):
+        value = getattr(nbc, name)
+        high = 100.0 if name == "overlap_pct" else MAX_CALL_US
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or not low <= value <= high:
+            raise BenchmarkOutputError(f"{where}: {name} {str(value)[:30]} is not in "
+                                       f"{low:g}..{high:g}")
+    return nbc
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from ..errors import BenchmarkOutputError, LaunchFailure
 from ._base import (MAX_CALL_US, MAX_ITERS, Benchmark, BenchmarkOutput, BenchmarkRequest,
-                    SizeTiming, WrongResult, check_timing)
+                    NbcTiming, SizeTiming, WrongResult, check_timing, is_nonblocking,
+                    overlap_pct)
 
 PREFIX = "AUTOTUNE "
 
@@ -29,6 +30,8 @@ def kernel_program(collective: str, sizes: tuple[int, ...], time_per_size: float
 MAX_RECORD_CHARS = 64 * 1024  # the kernel's longest record (start, 1000s of hosts) is far shorter
 MAX_INT_DIGITS = 19  # sizes, counts and repetitions of a real run fit in 64 bits
 MAX_OVERHEAD_US = MAX_CALL_US
+NBC_FIELDS = ("t_pure_us", "t_ovrl_us", "t_cpu_us", "overlap_pct")
+OVERLAP_SLACK_PCT = 1e-6  # the record's overlap must be IMB's formula of its own three times
 
 
 def _bad_constant(name: str) -> float:
@@ -131,12 +134,27 @@ def kernel_overhead(stdout: str) -> KernelOverhead | None:
     return parse_overhead(found[-1]) if found else None
 
 
-def parse_kernel_output(stdout: str, sizes: tuple[int, ...], ranks: int) -> BenchmarkOutput:
+def parse_nbc(record: dict) -> NbcTiming:
+    """A non-blocking collective's IMB-NBC columns of a size record: t_pure and t_ovrl positive,
+    t_CPU >= 0, and the overlap exactly IMB's formula of those three (not merely in 0..100)."""
+    t_pure, t_ovrl = (_number(record, key, float) for key in ("t_pure_us", "t_ovrl_us"))
+    t_cpu = _number(record, "t_cpu_us", float, allow_zero=True)
+    stated = _number(record, "overlap_pct", float, allow_zero=True, top=100.0)
+    computed = overlap_pct(t_pure, t_cpu, t_ovrl)
+    if abs(stated - computed) > OVERLAP_SLACK_PCT:
+        raise BenchmarkOutputError(f"size {record.get('size')}: overlap_pct {stated:g} is not "
+                                   f"IMB's overlap {computed:g} of t_pure, t_CPU and t_ovrl")
+    return NbcTiming(t_pure_us=t_pure, t_ovrl_us=t_ovrl, t_cpu_us=t_cpu, overlap_pct=computed)
+
+
+def parse_kernel_output(stdout: str, sizes: tuple[int, ...], ranks: int,
+                        nonblocking: bool = False) -> BenchmarkOutput:
     """Every requested size exactly once, a start and a done record, sane numbers; a
-    wrong-result record fails the launch whatever else it printed. A LaunchFailure
+    wrong-result record fails the launch whatever else it printed. `nonblocking`: every size
+    record must carry the IMB-NBC columns (NBC_FIELDS), else none may. A LaunchFailure
     (BenchmarkOutputError, WrongResult) is the only exception it raises."""
     try:
-        return _parse_kernel_output(stdout, sizes, ranks)
+        return _parse_kernel_output(stdout, sizes, ranks, nonblocking)
     except LaunchFailure:
         raise
     except Exception as exc:  # safety net: a parser bug must fail the trial, not the study
@@ -144,7 +162,8 @@ def parse_kernel_output(stdout: str, sizes: tuple[int, ...], ranks: int) -> Benc
                                    f"{type(exc).__name__})") from exc
 
 
-def _parse_kernel_output(stdout: str, sizes: tuple[int, ...], ranks: int) -> BenchmarkOutput:
+def _parse_kernel_output(stdout: str, sizes: tuple[int, ...], ranks: int,
+                         nonblocking: bool) -> BenchmarkOutput:
     if not isinstance(stdout, str):
         raise BenchmarkOutputError("kernel output is not text")
     records = _records(stdout)
@@ -170,11 +189,20 @@ def _parse_kernel_output(stdout: str, sizes: tuple[int, ...], ranks: int) -> Ben
                 raise BenchmarkOutputError(f"duplicate result for size {size}")
             if done:
                 raise BenchmarkOutputError(f"result for size {size} after the done record")
+            has_nbc = [key for key in NBC_FIELDS if key in record]
+            lacks = [key for key in NBC_FIELDS if key not in record]
+            if nonblocking and lacks:
+                raise BenchmarkOutputError(f"size {size}: a non-blocking collective's record "
+                                           f"lacks {', '.join(lacks)}")
+            if not nonblocking and has_nbc:
+                raise BenchmarkOutputError(f"size {size}: {has_nbc[0]} in a blocking "
+                                           "collective's record")
             timings[size] = check_timing(SizeTiming(
                 size=size, iters=_number(record, "iters", int, top=MAX_ITERS),
                 t_max_us=_number(record, "t_max_us", float),
                 t_min_us=_number(record, "t_min_us", float),
-                t_avg_us=_number(record, "t_avg_us", float)))
+                t_avg_us=_number(record, "t_avg_us", float),
+                nbc=parse_nbc(record) if nonblocking else None))
         elif kind == "done":
             if done:
                 raise BenchmarkOutputError("second done record")
@@ -207,7 +235,8 @@ def _parse_kernel_output(stdout: str, sizes: tuple[int, ...], ranks: int) -> Ben
 class Mpi4pyBenchmark(Benchmark):
     """autotune.benchmarks.mpi4py_kernel: sizes in a seeded random order, IMB's buffer sizes,
     t_max/t_min/t_avg over ranks, the host of every rank (so a launch's landing is checked), and
-    a check of each size's result (a wrong one fails the launch: `wrong-result`). It reads about
+    a check of each size's result (a wrong one fails the launch: `wrong-result`); for a
+    non-blocking collective IMB-NBC's t_pure, t_CPU, t_ovrl and overlap too. It reads about
     0.2-0.7 us per call above IMB up to 4 KiB (mostly mpi4py's own work per call, see
     docs/kernel-fidelity.md): fine for ranking configurations of one study, not for absolute
     latencies."""
@@ -222,7 +251,8 @@ class Mpi4pyBenchmark(Benchmark):
                               request.seed, python=self.python)
 
     def parse(self, stdout: str, request: BenchmarkRequest) -> BenchmarkOutput:
-        return parse_kernel_output(stdout, request.sizes, request.ranks)
+        return parse_kernel_output(stdout, request.sizes, request.ranks,
+                                   nonblocking=is_nonblocking(request.collective))
 
     def describe(self) -> str:
         return "mpi4py kernel"

@@ -29,6 +29,19 @@ quarter of the repetitions (at least 10 calls, at most all of them), and buffers
 -off_cache; their launch-to-launch spread is larger than the spread inside one launch, so more
 launches help there, not more repetitions.
 
+Non-blocking collectives (iallreduce, iallgather, ialltoall, ibcast, ireduce), IMB-NBC's method
+(seeds/004; IMB_ibcast / IMB_ibcast_pure / IMB_cpu_exploit), with a barrier after every
+repetition (outside the timed part). t_ovrl is the mean time of start, the CPU load, wait, and
+t_CPU the mean time of the load inside that loop; t_pure is the same loop with a load of 0 steps
+(start + wait), so that Python's own per-repetition costs (clock reads, the call of the load)
+cancel in the overlap. The CPU load is a busy loop of pure Python arithmetic (no MPI call, no
+allocation, the GIL held), calibrated once per launch and fitted per message size to take about
+the slowest rank's t_pure. The record carries IMB's columns of the rank with the largest t_ovrl
+and IMB's overlap of them (benchmarks._base.overlap_pct), plus t_max/t_min/t_avg over ranks of
+t_pure. The result of one start + wait per size is checked as for the blocking collective. With
+no asynchronous progress (Open MPI's libnbc has no progress thread) a collective advances only
+inside MPI calls, so the load hides little of it.
+
 Test only: AUTOTUNE_TEST_CORRUPT_RANK=<rank> (or the MCA parameter
 ``mpi_autotune_test_corrupt_rank``, which mpirun exports to every rank as
 OMPI_MCA_mpi_autotune_test_corrupt_rank; a search space may set MCA parameters of the ``mpi_``
@@ -55,7 +68,8 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
-from autotune.benchmarks._base import COLLECTIVES, buffer_counts
+from autotune.benchmarks._base import (ALL_COLLECTIVES, blocking_of, buffer_counts,
+                                       is_nonblocking, overlap_pct)
 from autotune.benchmarks._mpi4py import PREFIX
 
 CORRUPT_VARIABLES = ("AUTOTUNE_TEST_CORRUPT_RANK", "OMPI_MCA_mpi_autotune_test_corrupt_rank")
@@ -65,6 +79,9 @@ MIN_WARMUP = 10
 OVERHEAD_CALLS = 20_000
 OVERHEAD_BATCHES = 5
 BYTE_PERIOD = 251  # byte patterns repeat every 251 elements (prime: no alignment with blocks)
+CPU_CALIBRATION_STEPS = 200_000  # about 5-10 ms of the CPU load, timed 3 times per launch
+LOAD_FIT_RUNS = 5  # timed runs of the load per correction of its length (the median counts)
+NBC_COST_PER_REP = 5  # an NBC repetition: start+wait, start+load+wait, 2 barriers (~5 calls)
 
 Loop = Callable[[int], None]
 
@@ -90,25 +107,38 @@ def repeat(f: Callable[..., object], args: tuple) -> Loop:
     raise ValueError(f"no loop for {len(args)} arguments")
 
 
+def repeat_wait(start: Callable[..., MPI.Request], args: tuple) -> Loop:
+    """A function running `start(*args).Wait()` n times: a non-blocking collective alone."""
+    def loop(n: int, start=start, args=args) -> None:
+        for _ in range(n):
+            start(*args).Wait()
+    return loop
+
+
 def call_args(comm: MPI.Comm, collective: str, send: np.ndarray,
               recv: np.ndarray) -> tuple[Callable[..., object], tuple]:
-    """The bound method and its positional arguments for one call of the collective."""
+    """The bound method and its positional arguments for one call of the collective (for a
+    non-blocking one, the method that starts it and returns its request)."""
     kind = MPI.FLOAT if send.dtype == np.float32 else MPI.BYTE
     s, r = [send, kind], [recv, kind]
-    if collective == "allreduce":
-        return comm.Allreduce, (s, r, MPI.SUM)
-    if collective == "reduce":
-        return comm.Reduce, (s, r, MPI.SUM, 0)
-    if collective == "allgather":
-        return comm.Allgather, (s, r)
-    if collective == "alltoall":
-        return comm.Alltoall, (s, r)
-    return comm.Bcast, (s, 0)
+    nb = is_nonblocking(collective)
+    base = blocking_of(collective)
+    if base == "allreduce":
+        return (comm.Iallreduce if nb else comm.Allreduce), (s, r, MPI.SUM)
+    if base == "reduce":
+        return (comm.Ireduce if nb else comm.Reduce), (s, r, MPI.SUM, 0)
+    if base == "allgather":
+        return (comm.Iallgather if nb else comm.Allgather), (s, r)
+    if base == "alltoall":
+        return (comm.Ialltoall if nb else comm.Alltoall), (s, r)
+    return (comm.Ibcast if nb else comm.Bcast), (s, 0)
 
 
 @dataclass
 class Collective:
-    """One collective on the buffers of one message size, ready to run in a tight loop."""
+    """One collective on the buffers of one message size, ready to run in a tight loop. `name`
+    is the blocking collective whose result it computes (what the check verifies); a
+    non-blocking one also keeps how to start it (`start`, `args`) for the overlapped loop."""
 
     name: str
     comm: MPI.Comm
@@ -116,6 +146,9 @@ class Collective:
     send: np.ndarray
     recv: np.ndarray
     loop: Loop
+    collective: str = ""  # as asked for: iallreduce for a non-blocking allreduce
+    start: Callable[..., MPI.Request] | None = None
+    args: tuple = ()
 
     @classmethod
     def make(cls, comm: MPI.Comm, collective: str, size: int) -> Collective:
@@ -123,10 +156,13 @@ class Collective:
         send = np.ones(counts.send, dtype=counts.dtype)
         recv = np.zeros(counts.recv, dtype=counts.dtype)
         recv.fill(0)  # touch every page now: no first-touch faults inside the timed loop
-        if collective == "bcast":
+        base = blocking_of(collective)
+        if base == "bcast":
             recv = send  # one buffer: the root's is sent, the others' receive
         f, args = call_args(comm, collective, send, recv)
-        return cls(collective, comm, size, send, recv, repeat(f, args))
+        if is_nonblocking(collective):
+            return cls(base, comm, size, send, recv, repeat_wait(f, args), collective, f, args)
+        return cls(base, comm, size, send, recv, repeat(f, args), collective)
 
 
 # ---- correctness --------------------------------------------------------------------------
@@ -218,8 +254,9 @@ def check(c: Collective, corrupt_on: int | None) -> dict | None:
     verdicts = c.comm.allgather(first_mismatch(c.recv, expected))
     for bad_rank, (element, want, got) in enumerate(verdicts):
         if element >= 0:
-            return {"kind": "wrong-result", "collective": c.name, "size": c.size,
-                    "rank": bad_rank, "element": element, "expected": want, "got": got}
+            return {"kind": "wrong-result", "collective": c.collective or c.name,
+                    "size": c.size, "rank": bad_rank, "element": element, "expected": want,
+                    "got": got}
     return None
 
 
@@ -248,6 +285,118 @@ def time_size(c: Collective, budget: float, min_iters: int, max_iters: int,
     if comm.Get_rank() == 0:
         return t_max, t_min, t_sum / comm.Get_size(), iters
     return 0.0, 0.0, 0.0, iters
+
+
+# ---- non-blocking collectives: IMB-NBC's t_pure, t_CPU, t_ovrl --------------------------
+
+def busy(steps: int) -> float:
+    """The CPU load: pure arithmetic in a Python loop, no MPI call, no allocation (returns its
+    result so nothing can skip it)."""
+    x = 1.0
+    for _ in range(steps):
+        x = x * 0.999999 + 1e-6
+    return x
+
+
+@dataclass(frozen=True)
+class CpuLoad:
+    """The load calibrated on this rank: seconds per step (the fastest of 3 timed runs)."""
+
+    seconds_per_step: float
+
+    @classmethod
+    def calibrate(cls, steps: int = CPU_CALIBRATION_STEPS) -> CpuLoad:
+        busy(steps // 10)
+        times = []
+        for _ in range(3):
+            start = MPI.Wtime()
+            busy(steps)
+            times.append(MPI.Wtime() - start)
+        return cls(max(min(times), 1e-9) / steps)
+
+    def steps_for(self, seconds: float) -> int:
+        """Steps that take about `seconds`: from the calibration, then corrected twice by timing
+        the load itself at that length (short loads cost more per step than the calibration's
+        long one, and the machine's speed drifts)."""
+        steps = max(1, round(seconds / self.seconds_per_step))
+        for _ in range(2):
+            took = []
+            for _ in range(LOAD_FIT_RUNS):
+                start = MPI.Wtime()
+                busy(steps)
+                took.append(MPI.Wtime() - start)
+            steps = max(1, round(steps * seconds / max(sorted(took)[LOAD_FIT_RUNS // 2], 1e-9)))
+        return steps
+
+
+@dataclass(frozen=True)
+class NbcResult:
+    """One rank's means (seconds) of one size, and the repetition count."""
+
+    t_pure: float
+    t_ovrl: float
+    t_cpu: float
+    iters: int
+    steps: int
+
+
+def time_nbc_size(c: Collective, budget: float, min_iters: int, max_iters: int,
+                  load: CpuLoad) -> NbcResult:
+    """This rank's t_pure, t_ovrl and t_CPU of one size, IMB-NBC's way: the pure loop, then a
+    load sized to the slowest rank's t_pure, then the overlapped loop, a barrier after every
+    repetition (untimed); as many repetitions in both loops."""
+    comm, loop, barrier, wtime = c.comm, c.loop, c.comm.Barrier, MPI.Wtime
+    barrier()
+    t0 = wtime()
+    loop(3)
+    estimate = comm.allreduce((wtime() - t0) / 3, op=MPI.MAX)
+    iters = int(min(max_iters, max(min_iters,
+                                   budget / max(NBC_COST_PER_REP * estimate, 1e-7))))
+    loop(min(iters, max(MIN_WARMUP, int(WARMUP_FRACTION * iters))))  # warm-up, within budget
+    t_pure, _ = overlapped(c, iters, 0)
+    steps = load.steps_for(comm.allreduce(t_pure, op=MPI.MAX))
+    busy(steps)  # IMB's initializing call of the load
+    t_ovrl, t_cpu = overlapped(c, iters, steps)
+    return NbcResult(t_pure, t_ovrl, t_cpu, iters, steps)
+
+
+def overlapped(c: Collective, iters: int, steps: int) -> tuple[float, float]:
+    """Mean seconds of (start, the load of `steps`, wait) and of the load inside it, a barrier
+    after every repetition. t_pure is this loop with 0 steps: both loops then pay the same
+    Python costs per repetition (the clock reads, the call of the load), which cancel in the
+    overlap instead of reading as 0.2-0.3 us of computation that nothing hid."""
+    start_op, args, barrier, wtime = c.start, c.args, c.comm.Barrier, MPI.Wtime
+    assert start_op is not None
+    total = load = 0.0
+    barrier()
+    for _ in range(iters):
+        t0 = wtime()
+        request = start_op(*args)
+        t1 = wtime()
+        busy(steps)
+        load += wtime() - t1
+        request.Wait()
+        total += wtime() - t0
+        barrier()
+    return total / iters, load / iters
+
+
+def nbc_record(comm: MPI.Comm, size: int, mine: NbcResult) -> dict | None:
+    """Rank 0's size record (None elsewhere): IMB's columns of the rank with the largest t_ovrl,
+    its overlap, and t_max/t_min/t_avg over ranks of t_pure."""
+    everyone = comm.gather((mine.t_pure, mine.t_ovrl, mine.t_cpu), root=0)  # plain floats
+    if comm.Get_rank() != 0:
+        return None
+    assert everyone is not None
+    slowest = max(range(len(everyone)), key=lambda rank: everyone[rank][1])
+    pure = [times[0] for times in everyone]
+    t_pure, t_ovrl, t_cpu = (t * 1e6 for t in everyone[slowest])
+    return {"kind": "size", "size": size, "iters": mine.iters,
+            "t_max_us": max(pure) * 1e6, "t_min_us": min(pure) * 1e6,
+            "t_avg_us": sum(pure) / len(pure) * 1e6,
+            "t_pure_us": t_pure, "t_ovrl_us": t_ovrl, "t_cpu_us": t_cpu,
+            "overlap_pct": overlap_pct(t_pure, t_cpu, t_ovrl), "cpu_steps": mine.steps,
+            "rank": slowest}
 
 
 def _noop2(a: object, b: object) -> None:
@@ -279,6 +428,7 @@ def per_call(comm: MPI.Comm, loop: Loop, calls: int = OVERHEAD_CALLS) -> list[fl
 def overheads(comm: MPI.Comm, collective: str) -> dict:
     """What a call costs besides MPI's work, in us (median and spread of the batches): the empty
     loop (a no-op of the same arity) and the same call on MPI.COMM_SELF with 1-element buffers."""
+    collective = blocking_of(collective)  # a non-blocking collective: its blocking one's costs
     dtype = np.float32 if collective in ("allreduce", "reduce") else np.uint8
     send, recv = np.ones(1, dtype=dtype), np.zeros(1, dtype=dtype)
     f, args = call_args(MPI.COMM_SELF, collective, send, recv if collective != "bcast" else send)
@@ -316,6 +466,7 @@ def run(args: argparse.Namespace) -> None:
     if rank == 0:
         emit(overhead)
     loop_overhead = overhead["loop_us"] * 1e-6
+    load = CpuLoad.calibrate() if is_nonblocking(args.collective) else None
     corrupt_on = corrupt_rank()
     sizes = list(args.sizes)
     random.Random(args.seed).shuffle(sizes)  # same seed on every rank: same order
@@ -327,6 +478,13 @@ def run(args: argparse.Namespace) -> None:
             if rank == 0:
                 emit(wrong)
             return  # every rank got the same verdict: stop together, exit 0
+        if load is not None:
+            record = nbc_record(comm, size, time_nbc_size(c, args.time_per_size, args.min_iters,
+                                                          args.max_iters, load))
+            del c
+            if record is not None:
+                emit(record)
+            continue
         t_max, t_min, t_avg, iters = time_size(c, args.time_per_size, args.min_iters,
                                                args.max_iters, loop_overhead)
         del c
@@ -344,7 +502,7 @@ def run(args: argparse.Namespace) -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--collective", choices=COLLECTIVES, required=True)
+    parser.add_argument("--collective", choices=ALL_COLLECTIVES, required=True)
     parser.add_argument("--sizes", required=True,
                         type=lambda text: [int(s) for s in text.split(",")])
     parser.add_argument("--time-per-size", type=float, default=0.02,

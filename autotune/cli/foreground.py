@@ -15,17 +15,29 @@ from ..units import format_size
 from .render import err
 
 
-def run_session(session, options, trials: int) -> None:
+def run_session(session, options, trials: int):
+    """Run the study with a progress bar; print the plan before and the summary after. Returns
+    the controller's RunSummary (exit_for says what it means for the exit code)."""
+    from ..campaign._run import UNBOUNDED_TRIALS
     from ..progress import ProgressDisplay
 
     _print_plan(session, options)
-    with ProgressDisplay(trials, console=err) as display:
-        summary = session.controller(options, display).run(trials, deadline=session.deadline)
+    total = trials if trials < UNBOUNDED_TRIALS else None  # None: the time budget ends it
+    with ProgressDisplay(total, console=err) as display:
+        summary = session.controller(options, display).run(trials, deadline=session.deadline,
+                                                            search_deadline=session.search_deadline)
     _print_run_summary(session.study, summary)
     if summary.interrupted:
         err.print("stopped: the running trial is marked failed (interrupted) and queued again; "
                   "completed trials are stored")
-        return  # a requested stop is a clean exit
+    return summary
+
+
+def exit_for(session, summary) -> None:
+    """A requested stop or finished run is a clean exit; the end of a Slurm job exits 75 so a job
+    script can requeue itself; any other early stop exits 1."""
+    if summary.interrupted:
+        return
     if summary.stopped_because.startswith("time budget"):
         if session.deadline_is_job_end:
             from ..session import EXIT_JOB_TIME_UP
@@ -65,8 +77,16 @@ def _print_plan(session, options) -> None:
     for line in session.warm_started:
         err.print(f"warm start: {escape(line)}")
     if session.deadline:
-        err.print(f"time budget: no trial starts that would end after "
-                  f"{dt.datetime.fromtimestamp(session.deadline).strftime('%H:%M:%S')}")
+        def clock(t: float) -> str:
+            return dt.datetime.fromtimestamp(t).strftime('%H:%M:%S')
+
+        if session.search_deadline and session.search_deadline < session.deadline:
+            err.print(f"time budget: no trial starts that would end after "
+                      f"{clock(session.search_deadline)}; the confirmation ends by "
+                      f"{clock(session.deadline)}")
+        else:
+            err.print(f"time budget: no trial starts that would end after "
+                      f"{clock(session.deadline)}")
 
 
 def _print_run_summary(study, summary) -> None:

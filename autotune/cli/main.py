@@ -11,6 +11,7 @@ import click
 from .. import __version__
 from ..errors import AutotuneError
 from .analyze import analyze
+from .campaign import campaign
 from .grid import bench, grid
 from .report import report
 from .results import best, export, history
@@ -25,7 +26,7 @@ def cli() -> None:
     """Find the fastest MPI runtime configuration for a collective on the nodes you have."""
 
 
-for command in (start, status, stop, logs, history, best, export, verify, report, analyze, probe,
+for command in (start, status, stop, logs, campaign, history, best, export, verify, report, analyze, probe,
                 spaces, grid, bench):
     cli.add_command(command)
 

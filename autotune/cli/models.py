@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
     from ..export import BestConfig
     from ..probe import Capabilities
+    from ..report import OverlapData
     from ..space import SearchSpace
     from ..status import StudyStatus
     from ..storage import StoredVerification
@@ -58,6 +59,7 @@ class ProbeReport:
 @dataclass(frozen=True)
 class BestReport:
     best: BestConfig
+    overlap: OverlapData | None = None  # a non-blocking collective's overlap per size
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,12 @@ class BackgroundStart:
     pid: int
     host: str
     log: str
+    what: str = "study"  # or "campaign"
+
+
+@dataclass(frozen=True)
+class CampaignStatusReport:
+    status: Any  # campaign.CampaignStatus
 
 
 def space_summary(name: str, space: Any) -> SpaceSummary:

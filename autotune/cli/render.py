@@ -26,6 +26,7 @@ from ..errors import InputError
 from .models import (
     BackgroundStart,
     BestReport,
+    CampaignStatusReport,
     HistoryTable,
     Message,
     ProbeReport,
@@ -213,7 +214,35 @@ def _(result: BestReport) -> list[str | Table]:
     if cfg.disagrees:
         lines.append("the export recommends the untuned stack (its settings commented out; "
                      "`autotune export --force` writes them)")
+    if result.overlap is not None:
+        lines += overlap_lines(result.overlap)
     return lines
+
+
+def overlap_lines(overlap: Any) -> list[str | Table]:
+    """A non-blocking collective's overlap per size (report.OverlapData): one table, a column
+    group per configuration (the default, the best)."""
+    from ..units import format_size
+
+    sides = [s for s in (overlap.default, overlap.best) if s is not None]
+    if not sides:
+        return ["overlap per size: no launch stored IMB-NBC's columns"]
+    columns = ["size"]
+    for side in sides:
+        tag = "default" if side is overlap.default else "best"
+        columns += [f"{tag} t_pure", f"{tag} t_ovrl", f"{tag} t_CPU", f"{tag} overlap%"]
+    rows = []
+    for size in overlap.sizes:
+        row = [format_size(size)]
+        for side in sides:
+            r = side.row(size)
+            row += (["", "", "", ""] if r is None else
+                    [f"{r.t_pure_us:.2f}", f"{r.t_ovrl_us:.2f}", f"{r.t_cpu_us:.2f}",
+                     f"{r.overlap_pct:.1f}"])
+        rows.append(tuple(row))
+    title = ("overlap per size (IMB-NBC's method; us, trimmed mean over launches): "
+             + " vs ".join(side.label for side in sides))
+    return [title, Table(tuple(columns), tuple(rows), title="")]
 
 
 @to_text.register
@@ -270,6 +299,12 @@ def _plain(value: Any) -> Any:
 @to_text.register
 def _(result: BackgroundStart) -> list[str | Table]:
     name = shlex.quote(result.study)
+    if result.what == "campaign":
+        return [f"campaign {result.study} runs in the background: pid {result.pid} on "
+                f"{result.host}",
+                f"log:    {result.log}",
+                f"watch:  autotune campaign status --name {name}   (or: autotune campaign logs)",
+                f"stop:   autotune campaign stop --name {name}"]
     return [f"study {result.study} runs in the background: pid {result.pid} on {result.host}",
             f"log:    {result.log}",
             f"watch:  autotune status --study {name}   (or: autotune logs -f)",
@@ -346,7 +381,7 @@ def _(result: BestReport) -> Any:
     from ..claims import below_noise_floor
 
     check = cfg.verification
-    return {"study": cfg.study, "trial": cfg.trial, "value": cfg.value, "speedup": cfg.speedup,
+    data = {"study": cfg.study, "trial": cfg.trial, "value": cfg.value, "speedup": cfg.speedup,
             "is_default": cfg.is_default, "params": cfg.params, "env": cfg.env, "mca": cfg.mca,
             "mpirun_args": list(cfg.mpirun_args),
             "confirmed_speedup": list(cfg.confirmed_speedup) if cfg.confirmed_speedup else None,
@@ -355,9 +390,52 @@ def _(result: BestReport) -> Any:
             "noise_floor": cfg.noise.to_dict() if cfg.noise is not None else None,
             "below_noise_floor": below_noise_floor(cfg.noise, cfg.claimed),
             "recommended": not cfg.disagrees}
+    if result.overlap is not None:  # a non-blocking collective: IMB-NBC's columns per size
+        from dataclasses import asdict
+
+        data["overlap"] = {"objective": result.overlap.objective, **{
+            tag: None if side is None else {"trial": side.trial, "label": side.label,
+                                            "rows": [asdict(r) for r in side.rows]}
+            for tag, side in (("default", result.overlap.default),
+                              ("best", result.overlap.best))}}
+    return data
 
 
 @to_json.register
 def _(result: VerifyReport) -> Any:
     return {"study": result.study, **result.verification.to_dict(),
             "text": result.verification.describe()}
+
+
+# ----------------------------------------------------------------------------- campaigns
+
+
+def _speedup_cell(case) -> str:
+    if case.speedup is None:
+        return "-"
+    if case.speedup_ci is not None:
+        low, high = case.speedup_ci
+        return f"{case.speedup:.3f}x ({low:.3f}..{high:.3f})"
+    if case.best_is_default:
+        return "default"
+    return f"{case.speedup:.3f}x (search, unconfirmed)"
+
+
+@to_text.register
+def _(result: CampaignStatusReport) -> list[str | Table]:
+    status = result.status
+    running = (f"running: pid {status.pid} on {status.host}" if status.alive else "not running")
+    counts = ", ".join(f"{status.count(s)} {s}" for s in ("done", "running", "partial", "waiting",
+                                                          "left") if status.count(s))
+    rows = tuple((c.case.label, c.state, str(c.trials), _speedup_cell(c),
+                  f"{c.bench_node_seconds / 60:.1f}",
+                  ("neighbours agreed; " if c.agreed else "") + (c.detail or "-"))
+                 for c in status.cases)
+    return [f"campaign {status.name} ({status.storage}): {running}; {counts}",
+            Table(("case", "state", "trials", "speedup over untuned (95% CI)", "node-min",
+                   "notes"), rows)]
+
+
+@to_json.register
+def _(result: CampaignStatusReport) -> Any:
+    return result.status.to_dict()

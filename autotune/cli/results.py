@@ -63,10 +63,14 @@ def _write(text: str, output: str | None, what: str) -> None:
 @study_option
 @storage_option
 def best(fmt: str, study_name: str | None, storage: str | None) -> None:
-    """The best configuration so far and its measured speedup."""
+    """The best configuration so far and its measured speedup; for a non-blocking collective,
+    its overlap per size against the default's (IMB-NBC's t_pure, t_ovrl, t_CPU, overlap)."""
     from ..export import best_config
+    from ..report import study_overlap
 
-    render.emit(BestReport(best_config(open_study(storage, study_name))), fmt)
+    study = open_study(storage, study_name)
+    best = best_config(study)
+    render.emit(BestReport(best, overlap=study_overlap(study, best)), fmt)
 
 
 @click.command()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..benchmarks import COLLECTIVES
+from ..benchmarks import ALL_COLLECTIVES
 from ..errors import AutotuneError
 from . import render
 from .models import ProbeReport, SpaceDetail, SpaceList, SpaceValidation, space_summary
@@ -59,7 +59,7 @@ def spaces_validate(path: str, fmt: str) -> None:
     caps = probe_capabilities()
     removed: list[tuple[str, tuple[str, ...]]] = []
     machine_error = None
-    for collective in COLLECTIVES:
+    for collective in ALL_COLLECTIVES:
         ctx = TrialContext(collective, 1)
         if not any(p.applies_to(ctx) for p in space.parameters):
             continue

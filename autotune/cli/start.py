@@ -7,8 +7,9 @@ import sys
 
 import click
 
-from ..benchmarks import BENCHMARKS, COLLECTIVES
+from ..benchmarks import ALL_COLLECTIVES, BENCHMARKS
 from ..errors import AutotuneError, InputError
+from ..objective import OBJECTIVES
 from ..session import DEFAULT_SIZES, DEFAULT_SPACE
 from ..strategy import STRATEGIES
 from . import render
@@ -26,8 +27,14 @@ from .options import (
 
 
 @click.command()
-@click.option("--collective", type=click.Choice(COLLECTIVES), required=True,
-              help="collective to tune")
+@click.option("--collective", type=click.Choice(ALL_COLLECTIVES), required=True,
+              help="collective to tune; i* are the non-blocking ones (IMB-NBC's method: alone, "
+                   "and with a CPU load in between), with --space openmpi-ucx+openmpi-libnbc "
+                   "on Open MPI (docs/nbc.md)")
+@click.option("--objective", type=click.Choice(OBJECTIVES), default="latency", show_default=True,
+              help="what is scored per size: latency (the collective alone), t_ovrl (started, a "
+                   "CPU load as long as it, waited for) or overlap (the share the load did not "
+                   "hide); the last two for non-blocking collectives only")
 @click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True,
               help="nodes per benchmark run")
 @click.option("--ppn", type=click.IntRange(min=1), default=None,
@@ -160,10 +167,10 @@ def start(trials: int, foreground: bool, launcher_mca: tuple[str, ...], **fields
         render.err.print("stopped before the first trial")
         return
     mark_ready()  # a background `start` waits for this before it says the run is going
-    from .foreground import run_session
+    from .foreground import exit_for, run_session
 
     try:
-        run_session(session, options, trials)
+        exit_for(session, run_session(session, options, trials))
     finally:
         session.pool.close()
         if session.lock:

@@ -203,17 +203,20 @@ def _classic_rules(best: BestConfig, rules: RuleSet, names: tuple[str, ...], fmt
     return "\n".join(lines) + "\n"
 
 
+def _rule(start: int, choice: AlgorithmChoice, comment: str, v2: bool) -> str:
+    """One rule line: msgsize alg faninout segsize [max_requests], then a comment."""
+    cols = [start, choice.algorithm, choice.faninout, choice.segsize]
+    if v2:
+        cols.append(choice.max_requests)
+    return f"{' '.join(map(str, cols))}  # {comment}"
+
+
 def _rule_lines(rules: RuleSet, names: tuple[str, ...], v2: bool) -> list[str]:
     """The rules proper: communicator sizes 0, N and N+1, so that only N ranks use the bands."""
     n = rules.comm_size
     coll = rules.collective
 
-    def rule(start: int, choice: AlgorithmChoice, comment: str) -> str:
-        cols = [start, choice.algorithm, choice.faninout, choice.segsize]
-        if v2:
-            cols.append(choice.max_requests)
-        return f"{' '.join(map(str, cols))}  # {comment}"
-
+    rule = partial(_rule, v2=v2)
     fixed = AlgorithmChoice(0)
     lines = [
         "1  # collectives in this file",
@@ -286,3 +289,50 @@ def _json_rules(rules: RuleSet) -> str:
                                                "rules": entries}]}}
     return json.dumps(doc, indent=2) + "\n"
 
+
+
+def ompi_rules_campaign(rule_sets: list[tuple[str, RuleSet]], fmt: str = "classic",
+                        mpi: object = None, header: tuple[str, ...] = ()) -> str:
+    """One rules file for many (label, rules): every collective and communicator size measured.
+    A communicator size measured twice (2 nodes x 1 and 1 node x 2) keeps the first, as Open MPI
+    keys rules by communicator size alone; sizes between those measured keep the fixed decision."""
+    chosen: dict[str, dict[int, tuple[str, RuleSet]]] = {}
+    notes: list[str] = []
+    for label, rules in rule_sets:
+        check_rules(rules, mpi)
+        sizes = chosen.setdefault(rules.collective, {})
+        if rules.comm_size in sizes:
+            first, kept = sizes[rules.comm_size]
+            if kept.bands != rules.bands:
+                notes.append(f"{label} ({rules.comm_size} ranks) differs from {first} at the same "
+                             f"communicator size: {first} kept here; {label}'s own file has it")
+            continue
+        sizes[rules.comm_size] = (label, rules)
+    if fmt == "json":
+        doc = {"rule_file_version": 3, "module": "tuned", "collectives": {
+            coll: [json.loads(_json_rules(rules))["collectives"][coll][0]
+                   for _, (_, rules) in sorted(by_size.items())]
+            for coll, by_size in chosen.items()}}
+        return json.dumps(doc, indent=2) + "\n"
+    v2 = fmt == "v2"
+    lines = ["rule-file-version-2"] if v2 else []
+    lines += list(header) + [f"# NOTE: {n}" for n in notes]
+    lines.append(f"{len(chosen)}  # collectives in this file")
+    fixed = AlgorithmChoice(0)
+    rule = partial(_rule, v2=v2)
+    for coll, by_size in chosen.items():
+        names = check_rules(next(iter(by_size.values()))[1], mpi)
+        table: dict[int, list[str]] = {0: [rule(0, fixed, "fixed decision")]}
+        for n, (label, rules) in sorted(by_size.items()):
+            scaled = coll in TIMES_COMM_SIZE
+            table[n] = [rule(ompi_message_size(coll, n, b.min_bytes), b.choice,
+                             f"{label}: {b.label()}{' per rank' if scaled else ''}: "
+                             f"{_alg_label(names, b.choice)}") for b in rules.bands]
+        for n in list(by_size):
+            table.setdefault(n + 1, [rule(0, fixed, "fixed decision")])
+        lines += [f"{COLL_IDS[coll]}  # {coll} (COLLTYPE id)",
+                  f"{len(table)}  # communicator sizes"]
+        for n in sorted(table):
+            lines += [f"{n}  # communicator size", f"{len(table[n])}  # message-size rules",
+                      *table[n]]
+    return "\n".join(lines) + "\n"

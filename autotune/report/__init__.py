@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from ._cost import CostData, SecondsData, SecondsPart
 from ._data import (CandidateRow, HistoryData, HockneyData, ImportanceData, KnobValues,
-                    ReportData, SizeSpeedup, SpeedupData, StudyFacts, TrialPoint, Verdict, build)
+                    OverlapData, OverlapSide, ReportData, SizeSpeedup, SpeedupData, StudyFacts,
+                    TrialPoint, Verdict, build, study_overlap)
 from ._space import Count, StudySpace, count_full_grid, count_staged, rebuild_space
 
 if TYPE_CHECKING:
@@ -75,7 +76,9 @@ def write_report(study: optuna.Study, out_dir: str | Path) -> Path:
 
 
 __all__ = ["PAGE", "CandidateRow", "CostData", "Count", "HistoryData", "HockneyData",
-           "ImportanceData", "KnobValues", "ReportData", "SecondsData", "SecondsPart",
+           "ImportanceData", "KnobValues", "OverlapData", "OverlapSide", "ReportData",
+           "SecondsData", "SecondsPart",
            "SizeSpeedup", "SpeedupData", "StudyFacts", "StudySpace", "TrialPoint", "Verdict",
            "build", "count_full_grid", "count_staged", "figures", "rebuild_space",
+           "study_overlap",
            "write_report"]

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 import optuna
 
 from .. import objective
-from ..analysis import HockneyFit, effective_bytes, fit_hockney, volume_formula
+from ..analysis import (HockneyFit, OverlapRow, effective_bytes, fit_hockney, overlap_rows,
+                        volume_formula)
+from ..benchmarks import is_nonblocking
 from ..claims import interval_text, trust_lines
 from ..errors import InputError
 from ..stats import mean_interval
@@ -168,6 +170,34 @@ class HockneyData:
 
 
 @dataclass(frozen=True)
+class OverlapSide:
+    """One configuration's overlap per size (trimmed means over its own launches)."""
+
+    trial: int
+    label: str
+    rows: tuple[OverlapRow, ...]
+
+    def row(self, size: int) -> OverlapRow | None:
+        return next((r for r in self.rows if r.size == size), None)
+
+
+@dataclass(frozen=True)
+class OverlapData:
+    """A non-blocking collective's IMB-NBC columns per size: the untuned default (its trial's
+    own launches) against the best (the confirmed or exported one; when that is the default,
+    the search's best other trial, unconfirmed)."""
+
+    objective: str
+    default: OverlapSide | None
+    best: OverlapSide | None
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        sides = [s for s in (self.default, self.best) if s is not None]
+        return tuple(sorted({r.size for side in sides for r in side.rows}))
+
+
+@dataclass(frozen=True)
 class ReportData:
     facts: StudyFacts
     verdict: Verdict
@@ -180,6 +210,8 @@ class ReportData:
     hockney: HockneyData
     cost: CostData
     rules: StoredRules | None = None  # per-size rules: a section only when a study holds them
+    overlap: OverlapData | None = None  # a non-blocking collective's overlap per size
+    objective: str = "latency"  # what the study scored per size (StudyConfig.objective)
 
 
 # ------------------------------------------------------------------ building
@@ -206,7 +238,10 @@ def build(study: optuna.Study, now: dt.datetime | None = None) -> ReportData:
     subject = speedup_subject(best, records)
     speedup = (speedup_data(by_number[subject], config.weights, best, subject == best.trial)
                if subject is not None else None)
-    curves = comparison_curves(config, best, subject, records, baselines, confirmation, pml)
+    if config.objective == "overlap":  # its scored quantity is no time: draw t_ovrl instead
+        curves = t_ovrl_curves(config, best, subject, records, pml)
+    else:
+        curves = comparison_curves(config, best, subject, records, baselines, confirmation, pml)
     history = history_data(records, baselines)
     seconds = seconds_data(records, baselines, confirmation, config,
                            _rules_for(study, best.trial))
@@ -217,7 +252,8 @@ def build(study: optuna.Study, now: dt.datetime | None = None) -> ReportData:
         history=history, seconds=seconds, importance=importance_data(study, records),
         hockney=hockney_data(curves, config.collective, nprocs),
         cost=cost_data(study, config, records, seconds, best),
-        rules=_rules_for(study, best.trial))
+        rules=_rules_for(study, best.trial),
+        overlap=overlap_data(config, best, records), objective=config.objective)
 
 
 def pml_in_force(resolution: Mapping[str, Any], default_params: Mapping[str, Any]) -> str:
@@ -422,6 +458,62 @@ def comparison_curves(config: StudyConfig, best: BestConfig, subject: int | None
         curves.append(config_curve(role, number, label, launches_by_size(record.raw_us),
                                    config.collective, nprocs, protocol_knobs(record, pml)))
     return tuple(curves)
+
+
+def t_ovrl_curves(config: StudyConfig, best: BestConfig, subject: int | None,
+                  records: Sequence[TrialRecord], pml: str) -> tuple[ConfigCurve, ...]:
+    """An overlap study's curves: the t_ovrl of every launch of the default trial and of the
+    best (IMB-NBC's columns stored with each launch), each from its own trial's launches."""
+    by_number = {r.number: r for r in records}
+    default = next((r for r in records if r.is_default and r.state == "COMPLETE"), None)
+    nprocs = config.nodes * config.ppn
+    curves = []
+    for record, role in ((default, "default"), (by_number.get(subject) if subject is not None
+                                                else None, "best")):
+        if record is None or (role == "best" and record.is_default):
+            continue
+        launches = {s: [t.t_ovrl_us for t in v] for s, v in record.nbc_samples().items()}
+        if not launches:
+            continue
+        label = ("untuned default (its own trial)" if role == "default" else
+                 f"best: trial {record.number}" if not best.is_default
+                 else f"search best: trial {record.number}")
+        curves.append(config_curve(role, None if role == "default" else record.number, label,
+                                   launches, config.collective, nprocs,
+                                   protocol_knobs(record, pml)))
+    return tuple(curves)
+
+
+def overlap_data(config: StudyConfig, best: BestConfig,
+                 records: Sequence[TrialRecord]) -> OverlapData | None:
+    """IMB-NBC's columns per size, default against best (None: a blocking collective)."""
+    if not is_nonblocking(config.collective):
+        return None
+    default = next((r for r in records if r.is_default and r.state == "COMPLETE"), None)
+    subject = speedup_subject(best, records)
+    chosen = next((r for r in records if r.number == subject), None)
+
+    def side(record: TrialRecord | None, label: str) -> OverlapSide | None:
+        if record is None:
+            return None
+        rows = overlap_rows(record.nbc_samples())
+        return OverlapSide(record.number, label, rows) if rows else None
+
+    best_label = (f"best: trial {subject}" if not best.is_default
+                  else f"search best: trial {subject} (unconfirmed)")
+    return OverlapData(objective=config.objective,
+                       default=side(default, f"untuned default (trial "
+                                    f"{default.number if default else '?'})"),
+                       best=side(chosen, best_label) if chosen is not None
+                       and not chosen.is_default else None)
+
+
+def study_overlap(study: optuna.Study, best: BestConfig) -> OverlapData | None:
+    """overlap_data of a stored study (`autotune best`); None for a blocking collective."""
+    config = stored_config(study)
+    if config is None or not is_nonblocking(config.collective):
+        return None
+    return overlap_data(config, best, [r for r in trial_records(study) if r.state != "WAITING"])
 
 
 def history_data(records: Sequence[TrialRecord],

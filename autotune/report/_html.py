@@ -33,7 +33,8 @@ code{background:#f4f4f4;padding:0 3px}.muted{color:#666}.faster{color:#2e7d32;fo
 """
 
 SECTIONS = (("result", "Result"), ("curves", "Latency and throughput"),
-            ("speedup", "Speedup per size"), ("history", "Search history and time"),
+            ("speedup", "Speedup per size"), ("overlap", "Overlap per size"),
+            ("history", "Search history and time"),
             ("knobs", "Knobs"), ("hockney", "Hockney model"), ("cliffs", "Protocol cliffs"),
             ("cost", "Cost"), ("rules", "Per-size rules"))
 
@@ -71,12 +72,13 @@ def render(data: ReportData, images: Mapping[str, str]) -> str:
     """The page; `images` maps each figure key to its file name beside the page."""
     f = data.facts
     title = f"autotune report: {f.study}"
-    sections = [_result(data), _curves(data, images), _speedup(data, images),
+    sections = [_result(data), _curves(data, images), _speedup(data, images), _overlap(data),
                 _history(data, images), _knobs(data, images), _hockney(data, images),
                 _cliffs(data), _cost(data.cost, images), _rules(data, images)]
-    present = {"rules"} if data.rules is not None else set()
+    present = ({"rules"} if data.rules is not None else set()) | (
+        {"overlap"} if data.overlap is not None else set())
     nav = "".join(f'<li><a href="#{k}">{e(t)}</a></li>' for k, t in SECTIONS
-                  if k != "rules" or k in present)
+                  if k not in ("rules", "overlap") or k in present)
     facts = (f"{e(f.collective)} on {f.nodes} node(s) \u00d7 {f.ppn} ranks ({f.nprocs} processes), "
              f"{len(f.sizes)} sizes {e(format_size(f.sizes[0]))}..{e(format_size(f.sizes[-1]))}, "
              f"{f.repetitions} launches per size, weights {e(f.weights_source)}. Benchmark "
@@ -175,7 +177,17 @@ def _curves(data: ReportData, images: Mapping[str, str]) -> str:
     knobs = _table(("configuration", "launches per size", "protocol knobs in force"),
                    [(cc.label, _range(cc.launches),
                      ", ".join(f"{k}={val}" for k, val in cc.knobs)) for cc in data.curves])
-    return ('<section id="curves"><h2>Latency and throughput vs message size</h2>'
+    nbc = ""
+    if data.overlap is not None:
+        nbc = ("<p><b>A non-blocking collective</b>: the curves show "
+               + ("t_pure, the time of the collective alone (start and wait)"
+                  if data.objective == "latency" else
+                  "t_ovrl, the time of the collective started, a CPU load as long as it, and "
+                  "waited for" + (" (of each configuration's own launches: the study scored "
+                                  "the overlap, not a time)" if data.objective == "overlap"
+                                  else ""))
+               + '; the overlap itself is in <a href="#overlap">Overlap per size</a>.</p>')
+    return ('<section id="curves"><h2>Latency and throughput vs message size</h2>' + nbc
             + _figure(images, "latency", "latency vs message size",
                       "Time per call (max over ranks) against message size, both axes "
                       "logarithmic. Each line is the geometric mean over the configuration's "
@@ -224,6 +236,47 @@ def _speedup(data: ReportData, images: Mapping[str, str]) -> str:
                       "No figure: no configuration besides the default completed, so there is "
                       "nothing to compare size by size.")
             + table + "</section>")
+
+
+OBJECTIVE_TEXT = {
+    "latency": "the study scored t_pure (the collective alone), as for a blocking collective",
+    "t_ovrl": "the study scored t_ovrl: a speedup of 1.2x is a t_ovrl 1.2x shorter",
+    "overlap": "the study scored the exposed share 2 \u2212 overlap/100 (1: all of the "
+               "collective hidden behind the CPU load, 2: none): a speedup of 1.2x is an exposed "
+               "share 1.2x smaller",
+}
+
+
+def _overlap(data: ReportData) -> str:
+    """Overlap per size: default against best, IMB-NBC's columns (non-blocking only)."""
+    o = data.overlap
+    if o is None:
+        return ""
+    sides = [s for s in (o.default, o.best) if s is not None]
+    if not sides:
+        return ('<section id="overlap"><h2>Overlap per size</h2><p class=muted>No launch of '
+                "the default or of the best stored IMB-NBC's columns.</p></section>")
+    header = ["size"] + [f"{side.label}: {c}" for side in sides
+                         for c in ("t_pure (us)", "t_ovrl (us)", "t_CPU (us)", "overlap")]
+    rows = []
+    for size in o.sizes:
+        row: list[object] = [format_size(size)]
+        for side in sides:
+            r = side.row(size)
+            row += (["\u2013"] * 4 if r is None else
+                    [f"{r.t_pure_us:.2f}", f"{r.t_ovrl_us:.2f}", f"{r.t_cpu_us:.2f}",
+                     f"{r.overlap_pct:.1f}%"])
+        rows.append(row)
+    numeric = range(1, len(header))
+    return ('<section id="overlap"><h2>Overlap per size: default vs best</h2>'
+            "<p>IMB-NBC's method (seeds/004): t_pure is the collective alone (start and wait), "
+            "t_CPU a computation calibrated to last about t_pure, t_ovrl the collective started, "
+            "that computation, then the wait; overlap = 100 \u00d7 max(0, min(1, (t_pure + "
+            "t_CPU \u2212 t_ovrl) / max(t_pure, t_CPU))), of the rank with the largest t_ovrl. "
+            "100% means the collective was entirely hidden; 0% means it only progressed inside "
+            "MPI calls. Each value is the trimmed mean over the configuration's own launches; "
+            f"{e(OBJECTIVE_TEXT.get(o.objective, o.objective))}.</p>"
+            + _table(header, rows, numeric) + "</section>")
 
 
 def _history(data: ReportData, images: Mapping[str, str]) -> str:

@@ -28,7 +28,8 @@ from ._policy import check_args, check_name
 SPACES_DIR = Path(str(files("autotune") / "search_spaces"))
 MAX_SPACE_BYTES = 256 * 1024
 STACKS = ("openmpi", "mpich", "cray-mpich", "any")
-COLLECTIVES = ("allreduce", "allgather", "alltoall", "bcast", "reduce")
+COLLECTIVES = ("allreduce", "allgather", "alltoall", "bcast", "reduce",
+               "iallreduce", "iallgather", "ialltoall", "ibcast", "ireduce")  # + non-blocking
 REQUIREMENT_KINDS = ("mca_component", "ucx_transport", "ucx_feature", "mpi", "scope")
 REQUIRED_SCOPES = ("single-node", "multi-node")
 CONTEXT_PROPERTIES = ("nps",)

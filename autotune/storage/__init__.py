@@ -18,8 +18,8 @@ from ._schema import (BASELINE_PREFIX, CONFIG_ATTR, CONFIRMATION_ATTR, FINGERPRI
 from ._rules import Comparison, RuleVariant, StoredRules, save_rules, stored_rules
 from ._study import (ConfirmedCandidate, StoredConfirmation, StoredRun, StoredVerification,
                      VerifiedSize, stored_confirmation, stored_run, stored_verification)
-from ._trials import (HISTORY_COLUMNS, SIZE_COLUMNS, StudyConfig, history_frame, stored_config,
-                      trial_records)
+from ._trials import (HISTORY_COLUMNS, NBC_SIZE_COLUMNS, SIZE_COLUMNS, StudyConfig, history_frame,
+                      stored_config, trial_records)
 
 __all__ = [
     "BASELINE_PREFIX", "CONFIG_ATTR", "CONFIRMATION_ATTR", "FINGERPRINT_ATTR", "HISTORY_COLUMNS",
@@ -33,4 +33,5 @@ __all__ = [
     "VERIFICATION_ATTR", "StoredVerification", "VerifiedSize", "stored_verification",
     "NEVER_AGAIN", "PatientStorage", "record_checksum",
     "RULES_ATTR", "Comparison", "RuleVariant", "StoredRules", "save_rules", "stored_rules",
+    "NBC_SIZE_COLUMNS",
 ]

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..benchmarks._base import NbcTiming
 from ..errors import StorageError
 from ._coerce import (Attrs, as_bool, as_float, as_int, as_int_tuple, as_list, as_mapping,
                       as_opt_float, as_opt_int, as_str, as_str_tuple, dict_of_floats,
@@ -48,6 +49,8 @@ class TrialKey:
     SETTINGS = "settings"  # {"env": {}, "mca": {}, "mpirun_args": []}: what the params applied
     RAW_US = "raw_us"  # {size: [t_us]}: max-over-ranks time of each successful launch
     LAUNCHES = "launches"  # [LaunchRecord.to_dict()]: argv, hosts, timings of every launch
+    # (a non-blocking collective's launch also holds "nbc": {size: {t_pure_us, t_ovrl_us,
+    # t_cpu_us, overlap_pct}}, IMB-NBC's columns; read with TrialRecord.nbc_samples)
     LAUNCH_COUNT = "launch_count"  # int: launches made (failed ones included)
     SIZES_MEASURED = "sizes_measured"  # int: sizes with at least one measurement
     SIZES_COMPLETE = "sizes_complete"  # int: sizes with every planned repetition
@@ -76,6 +79,7 @@ class TrialKey:
         return tuple(v for k, v in vars(cls).items() if k.isupper())
 
 
+NBC_COLUMNS = ("t_pure_us", "t_ovrl_us", "t_cpu_us", "overlap_pct")  # NbcTiming's fields
 FAIL_DETAIL_CHARS = 500
 STDERR_TAIL_CHARS = 4000
 
@@ -198,6 +202,25 @@ class TrialRecord:
             requeued_from=attrs.get(K.REQUEUED_FROM, as_opt_int, None),
             requeue_reason=attrs.get(K.REQUEUE_REASON, as_str, ""),
         )
+
+    def nbc_samples(self) -> dict[int, list[NbcTiming]]:
+        """A non-blocking collective's IMB-NBC columns per size, one per successful launch in
+        launch order (as raw_us holds the scored quantity); {} for a blocking collective."""
+        out: dict[int, list[NbcTiming]] = {}
+        for i, launch in enumerate(self.launches):
+            if launch.get("failure") or not launch.get("nbc"):
+                continue
+            where = f"trial {self.number}: launches[{i}].nbc"
+            for size, columns in as_mapping(launch["nbc"], where).items():
+                at = f"{where}[{size}]"
+                row = as_mapping(columns, at)
+                try:
+                    key = int(size)
+                except ValueError:
+                    raise StorageError(f"{at}: size {str(size)[:20]!r} is not an integer") from None
+                out.setdefault(key, []).append(NbcTiming(
+                    *(as_float(row.get(name), f"{at}.{name}") for name in NBC_COLUMNS)))
+        return dict(sorted(out.items()))
 
     @property
     def first_argv(self) -> list[str]:

@@ -10,7 +10,7 @@ import optuna
 
 from ..errors import StorageError
 from ._coerce import as_mapping, dict_of_floats
-from ._schema import CONFIG_ATTR, TrialRecord
+from ._schema import CONFIG_ATTR, NBC_COLUMNS, TrialRecord
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,6 +35,9 @@ class StudyConfig:
     # stored ran against another reference (wave 1 forced pml ucx), so it does not match
     benchmark: str = ""  # e.g. "mpi4py kernel", "IMB-MPI1 (/path/IMB-MPI1)"
     reference: dict[str, Any] = field(default_factory=dict)  # the default's env/mca/mpirun_args
+    # what is scored per size (objective.OBJECTIVES): a study from before this was stored
+    # scored latency, so it loads as latency and resumes with it
+    objective: str = "latency"
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -51,6 +54,8 @@ class StudyConfig:
         try:
             data["sizes"] = tuple(int(s) for s in data["sizes"])
             data["weights"] = dict_of_floats(data["weights"], f"{where}: weights")
+            if not isinstance(data.get("objective", "latency"), str):
+                raise TypeError("objective")
             return cls(**data)
         except (KeyError, TypeError, ValueError) as exc:
             what = f"lacks {exc}" if isinstance(exc, KeyError) else "holds an ill-typed value"
@@ -59,7 +64,7 @@ class StudyConfig:
 
     def differences(self, other: StudyConfig) -> list[str]:
         keys = ("collective", "nodes", "ppn", "space", "sizes", "weights", "repetitions", "stages",
-                "time_per_size", "benchmark", "reference")
+                "time_per_size", "benchmark", "reference", "objective")
         return [k for k in keys if getattr(self, k) != getattr(other, k)]
 
 
@@ -78,11 +83,15 @@ HISTORY_COLUMNS = ("trial", "state", "is_default", "value", "speedup", "partial_
                    "fail_reason", "sizes_measured", "launches", "bench_seconds",
                    "baseline_launches", "datetime_start", "host", "mpi", "ucx", "argv")
 SIZE_COLUMNS = ("size", "reps", "t_us", "t_trimmed_us", "t_default_us", "t_default_reps_us", "score")
+# a non-blocking collective's rows also hold IMB-NBC's columns, launch by launch (JSON lists)
+NBC_SIZE_COLUMNS = NBC_COLUMNS
 
 
 def history_frame(study: optuna.Study) -> pd.DataFrame:
-    """One row per trial x message size: params, state, score, raw repetitions (t_us) and the
-    paired default launches they were divided by (t_default_reps_us), what ran."""
+    """One row per trial x message size: params, state, score, raw repetitions (t_us: the
+    scored quantity, see StudyConfig.objective) and the paired default launches they were
+    divided by (t_default_reps_us), what ran; for a non-blocking collective IMB-NBC's columns
+    of every launch too (NBC_SIZE_COLUMNS)."""
     import pandas as pd
 
     rows: list[dict[str, Any]] = []
@@ -109,14 +118,19 @@ def history_frame(study: optuna.Study) -> pd.DataFrame:
         if not rec.raw_us:
             rows.append(base)
             continue
+        nbc = rec.nbc_samples()
         for size, values in rec.raw_us.items():
             paired = rec.default_us.get(size) or []
-            rows.append({**base, "size": size, "reps": len(values),
-                         "t_us": json.dumps([round(v, 4) for v in values]),
-                         "t_trimmed_us": _trimmed_or_none(values),
-                         "t_default_us": _trimmed_or_none(paired),
-                         "t_default_reps_us": json.dumps([round(v, 4) for v in paired]),
-                         "score": rec.scores.get(size)})
+            row = {**base, "size": size, "reps": len(values),
+                   "t_us": json.dumps([round(v, 4) for v in values]),
+                   "t_trimmed_us": _trimmed_or_none(values),
+                   "t_default_us": _trimmed_or_none(paired),
+                   "t_default_reps_us": json.dumps([round(v, 4) for v in paired]),
+                   "score": rec.scores.get(size)}
+            if size in nbc:
+                row.update({name: json.dumps([round(getattr(t, name), 4) for t in nbc[size]])
+                            for name in NBC_SIZE_COLUMNS})
+            rows.append(row)
     return pd.DataFrame(rows)
 
 

@@ -33,3 +33,13 @@ def test_malicious_cli_values_are_refused_before_any_launch(autotune_cli):
         proc = autotune_cli("start", "--collective", "allreduce", "--foreground", *args)
         assert proc.returncode != 0, args
         assert text in proc.stderr and "Traceback" not in proc.stderr, (args, proc.stderr)
+
+
+def test_libnbc_space_is_listed_shown_and_validated_for_the_nonblocking_collectives(autotune_cli):
+    listed = autotune_cli("spaces", "list", check=True).stdout
+    assert "openmpi-libnbc" in listed
+    shown = autotune_cli("spaces", "show", "openmpi-libnbc", check=True).stdout
+    assert "coll_libnbc_iallreduce_algorithm" in shown and "iallreduce" in shown
+    # validate resolves it for each collective a knob applies to (the non-blocking ones here)
+    out = autotune_cli("spaces", "validate", "openmpi-libnbc", check=True).stdout
+    assert "iallreduce on 1 node here" in out and "ibcast on 1 node here" in out

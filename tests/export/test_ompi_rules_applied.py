@@ -174,3 +174,20 @@ def test_the_rules_apply_only_at_the_measured_communicator_size(mpirun, probe, f
     path = tmp_path / "three.rules"
     path.write_text(export_text("ompi-rules", best, ExportOptions(path=str(path))))
     assert _launch(mpirun, probe, tmp_path, "three", reader_settings(str(path))) == fixed
+
+
+def test_a_campaign_file_applies_the_rules_of_the_communicator_size_that_runs(
+        mpirun, probe, fixed, tmp_path):
+    """`autotune campaign export` writes one file for every collective and communicator size:
+    a 2-rank launch takes the 2-rank bands, not those of 1 or 4 ranks or of another collective."""
+    from autotune.export._ompi_rules import ompi_rules_campaign
+
+    mpi = _mpi_version(mpirun)
+    others = [("allreduce-1n1p", RuleSet.single("openmpi", "allreduce", 1, AlgorithmChoice(4))),
+              ("allreduce-2n2p", RuleSet.single("openmpi", "allreduce", 4, AlgorithmChoice(2))),
+              ("allgather-1n2p", RuleSet.single("openmpi", "allgather", 2, AlgorithmChoice(2)))]
+    path = tmp_path / "campaign.rules"
+    path.write_text(ompi_rules_campaign([others[0], ("allreduce-1n2p", RULES), *others[1:]],
+                                        pick_format(mpi)[0], mpi, ("# campaign",)))
+    applied = _launch(mpirun, probe, tmp_path, "campaign", reader_settings(str(path)))
+    assert applied == {size: _expected(size) for size in SIZES}

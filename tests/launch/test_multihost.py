@@ -100,3 +100,30 @@ def test_parallel_trials_on_the_two_hosts(testbed, autotune_cli, tmp_path):
         for t in (a, b):
             assert all(launch["argv"][launch["argv"].index("--host") + 1] == f"{t.user_attrs['nodes'][0]}:1"
                        for launch in t.user_attrs["launches"])
+
+
+def test_campaign_across_two_hosts_leaves_four_nodes_waiting(testbed, autotune_cli, tmp_path):
+    """A campaign launches each case on its own node count from one hostfile; the 4-node case
+    waits for a larger allocation, said plainly, and the status says so too."""
+    import json
+
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("".join(f"{h} slots=1\n" for h in testbed.hosts))
+    proc = autotune_cli("campaign", "--collectives", "allreduce", "--nodes", "1,2,4", "--ppn", "1",
+                        "--trials", "2", "--sizes", "8:64", "--repetitions", "3", "--stages", "1",
+                        "--time-per-size", "0.003", "--confirm", "0", "--no-check-live",
+                        "--no-verify", "--no-per-size", "--seed", "1", "--name", "bed",
+                        "--hostfile", str(hostfile), *testbed.launcher_args(), "--foreground",
+                        check=True, timeout=600)
+    assert "case allreduce-4n1p waits: needs 4 nodes, this allocation has 2" in proc.stderr
+    status = json.loads(autotune_cli("campaign", "status", "--format", "json", check=True).stdout)
+    assert {c["case"]: c["state"] for c in status["cases"]} == {
+        "allreduce-1n1p": "done", "allreduce-2n1p": "done", "allreduce-4n1p": "waiting"}
+    store = f"sqlite:///{tmp_path / 'home' / 'autotune.db'}"
+    for nodes in (1, 2):
+        study = optuna.load_study(study_name=f"bed.allreduce-{nodes}n1p", storage=store)
+        done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+        assert done
+        for trial in done:
+            launch = trial.user_attrs["launches"][0]
+            assert set(launch["hosts"]) == {f"{testbed.tag}h{i}" for i in range(1, nodes + 1)}

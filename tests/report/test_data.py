@@ -316,3 +316,121 @@ def test_figures_without_data_are_left_out_and_the_page_says_why(tmp_path):
     assert "nothing to compare size by size" in page and "needs 3 trials" in page
     assert "no curve has the 3 sizes a fit needs" in page
     assert 'src="speedup.png"' not in page and 'src="latency.png"' in page
+
+
+# ------------------------------------------------------------------ non-blocking: overlap
+
+
+NBC_SIZES = (8, 4096)
+
+
+def _nbc_launch(i, columns):
+    """A launch as the controller stores it, with IMB-NBC's columns per size."""
+    names = ("t_pure_us", "t_ovrl_us", "t_cpu_us", "overlap_pct")
+    return {"index": i, "argv": ["mpirun"], "failure": "",
+            "t_max_us": {str(s): 2 - c[3] / 100 for s, c in columns.items()},
+            "nbc": {str(s): dict(zip(names, c)) for s, c in columns.items()}}
+
+
+def nbc_study(tmp_path, objective="overlap", confirmed=True):
+    """iallreduce: trial 0 the default (overlap 0% and 10%), trial 1 better hidden (40%, 60%);
+    three launches each, the middle one an outlier the trimmed mean drops."""
+    from optuna.distributions import CategoricalDistribution
+    from optuna.trial import create_trial
+
+    from autotune import objective as obj
+    from autotune.storage import CONFIRMATION_ATTR, StoredSettings, trial_attrs
+
+    study = optuna.create_study(study_name="nbc", direction="minimize",
+                                storage=f"sqlite:///{tmp_path / 'nbc.db'}")
+    study.set_user_attr(CONFIG_ATTR, dict(config_dict("openmpi-ucx+openmpi-libnbc", "d"),
+                                          collective="iallreduce", sizes=list(NBC_SIZES),
+                                          weights={str(s): 0.5 for s in NBC_SIZES}, repetitions=3,
+                                          objective=objective, benchmark="mpi4py kernel"))
+    runs = {0: {8: [(2.0, 4.0, 2.0, 0.0), (9.0, 30.0, 9.0, 0.0), (2.2, 4.2, 2.0, 0.0)],
+                4096: [(10.0, 19.0, 10.0, 10.0), (10.0, 19.0, 10.0, 10.0),
+                       (12.0, 21.0, 10.0, 10.0)]},
+            1: {8: [(2.0, 2.8, 2.0, 40.0), (2.0, 2.8, 2.0, 40.0), (2.0, 2.8, 2.0, 40.0)],
+                4096: [(10.0, 14.0, 10.0, 60.0), (10.0, 14.0, 10.0, 60.0),
+                       (10.0, 14.0, 10.0, 60.0)]}}
+    default_q = {s: [2 - c[3] / 100 for c in runs[0][s]] for s in NBC_SIZES}
+    for number, columns in runs.items():
+        raw = {s: [2 - c[3] / 100 for c in columns[s]] for s in NBC_SIZES}
+        scores = obj.paired_scores(raw, default_q)
+        value = obj.weighted_score(scores, {s: 0.5 for s in NBC_SIZES})
+        launches = [_nbc_launch(i, {s: columns[s][i] for s in NBC_SIZES}) for i in range(3)]
+        attrs = trial_attrs(
+            is_default=number == 0, run_id="r", host={"host": "n1", "mpi": "Open MPI 4.1.4"},
+            context={}, fingerprint={}, settings=StoredSettings(
+                mca={} if number == 0 else {"coll_libnbc_iallreduce_algorithm": "2"}),
+            raw_us=raw, default_us=default_q, baseline_ids=[], baseline_launches=0,
+            launches=launches, repetitions=3, bench_seconds=3.0, controller_seconds=0.0,
+            scores=scores, speedup=math.exp(-value))
+        params = {"coll_libnbc_iallreduce_algorithm": 0 if number == 0 else 2}
+        study.add_trial(create_trial(
+            params=params, value=value, user_attrs=attrs,
+            distributions={"coll_libnbc_iallreduce_algorithm":
+                           CategoricalDistribution((0, 1, 2, 3, 4))}))
+    if confirmed:
+        study.set_user_attr(CONFIRMATION_ATTR, {
+            "rounds": 5, "best_trial": 1, "finished": 0.0, "confidence": 0.95, "family": 1,
+            "method": "Student t", "stopped": "",
+            "candidates": [{"trial": 1, "speedup": 1.3, "speedup_interval": [1.2, 1.4],
+                            "verdict": "faster", "rounds": 5}]})
+    return study
+
+
+def test_overlap_per_size_default_vs_best_is_the_trimmed_mean_of_each_column(tmp_path):
+    data = build(nbc_study(tmp_path))
+    o = data.overlap
+    assert o is not None and o.objective == "overlap" and o.sizes == NBC_SIZES
+    assert (o.default.trial, o.best.trial) == (0, 1) and o.best.label == "best: trial 1"
+    d8 = o.default.row(8)  # three launches: the min and max dropped, the middle one kept
+    assert (d8.t_pure_us, d8.t_ovrl_us, d8.t_cpu_us, d8.overlap_pct, d8.launches) == (
+        2.2, 4.2, 2.0, 0.0, 3)
+    d4k = o.default.row(4096)
+    assert (d4k.t_pure_us, d4k.t_ovrl_us, d4k.overlap_pct) == (10.0, 19.0, 10.0)
+    b4k = o.best.row(4096)
+    assert (b4k.t_ovrl_us, b4k.overlap_pct) == (14.0, 60.0)
+    # an overlap study's curves are t_ovrl (its scored quantity is no time), own launches
+    assert [c.role for c in data.curves] == ["default", "best"]
+    assert data.curves[0].curve.t_us[0] == pytest.approx((4.0 * 30.0 * 4.2) ** (1 / 3))
+    assert data.curves[1].curve.t_us == pytest.approx((2.8, 14.0))
+    page = render(data, {})
+    assert '<section id="overlap"><h2>Overlap per size: default vs best</h2>' in page
+    assert "<td class=num>60.0%</td>" in page and "exposed share" in page
+    assert '<a href="#overlap">' in page
+
+
+def test_latency_study_keeps_its_curves_and_blocking_studies_have_no_overlap(tmp_path):
+    data = build(nbc_study(tmp_path, objective="latency"))
+    assert data.overlap is not None and data.overlap.objective == "latency"
+    assert data.curves[0].curve.t_us == pytest.approx((2 - 0.0, 2 - 0.1))  # raw_us as stored
+    plain = build(handmade_study(tmp_path))
+    assert plain.overlap is None
+    assert '<section id="overlap">' not in render(plain, {})
+    assert '<a href="#overlap">' not in render(plain, {})
+
+
+def test_unconfirmed_overlap_best_is_labelled_and_the_cli_prints_the_table(tmp_path):
+    from autotune.cli.models import BestReport
+    from autotune.cli.render import Table, to_json, to_text
+    from autotune.export import best_config
+    from autotune.report import study_overlap
+
+    study = nbc_study(tmp_path, confirmed=False)
+    best = best_config(study)
+    overlap = study_overlap(study, best)
+    assert overlap.best.trial == 1 and overlap.best.label == "best: trial 1"
+    text = to_text(BestReport(best, overlap=overlap))
+    table = next(block for block in text if isinstance(block, Table))
+    assert table.columns[:5] == ("size", "default t_pure", "default t_ovrl", "default t_CPU",
+                                 "default overlap%")
+    assert table.rows[1] == ("4 KiB", "10.00", "19.00", "10.00", "10.0",
+                             "10.00", "14.00", "10.00", "60.0")
+    assert any(isinstance(b, str) and b.startswith("overlap per size") for b in text)
+    rows = to_json(BestReport(best, overlap=overlap))["overlap"]["best"]["rows"]
+    assert rows[0] == {"size": 8, "t_pure_us": 2.0, "t_ovrl_us": 2.8, "t_cpu_us": 2.0,
+                       "overlap_pct": 40.0, "launches": 3}
+    plain = handmade_study(tmp_path)
+    assert study_overlap(plain, best_config(plain)) is None

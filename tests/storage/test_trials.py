@@ -124,3 +124,60 @@ def test_trial_records_filter_by_state(tmp_path):
     add_trial(study, "self,tcp", "FAIL")
     assert [r.number for r in trial_records(study, (TrialState.FAIL,))] == [1]
     assert [r.state for r in trial_records(study)] == ["COMPLETE", "FAIL"]
+
+
+def test_objective_is_part_of_the_config_and_old_studies_score_latency(tmp_path):
+    old = StudyConfig.from_dict(CONFIG)  # stored before the objective was: latency
+    assert old.objective == "latency" and old.to_dict()["objective"] == "latency"
+    overlap = StudyConfig.from_dict(dict(CONFIG, collective="iallreduce", objective="overlap"))
+    assert StudyConfig.from_dict(overlap.to_dict()) == overlap
+    latency = StudyConfig.from_dict(dict(CONFIG, collective="iallreduce"))
+    assert overlap.differences(latency) == ["objective"]
+    study = new_study(tmp_path)
+    study.set_user_attr(CONFIG_ATTR, dict(CONFIG, objective=["overlap"]))
+    with pytest.raises(StorageError, match="ill-typed"):
+        stored_config(study)
+
+
+def _nbc_launch(index, columns, failure=""):
+    from tests.storage import launch
+
+    data = launch(index, {s: c[0] for s, c in columns.items()}, failure=failure)
+    data["nbc"] = {str(s): dict(zip(("t_pure_us", "t_ovrl_us", "t_cpu_us", "overlap_pct"), c))
+                   for s, c in columns.items()}
+    return data
+
+
+def test_nbc_columns_are_read_launch_by_launch_and_shown_in_the_history(tmp_path):
+    from autotune.benchmarks import NbcTiming
+    from autotune.storage import NBC_SIZE_COLUMNS
+
+    study = new_study(tmp_path)
+    attrs = controller_attrs()
+    attrs["launches"] = [
+        _nbc_launch(0, {8: (2.0, 3.0, 2.0, 50.0), 1024: (10.0, 19.0, 10.0, 10.0)}),
+        _nbc_launch(1, {8: (9.0, 9.0, 9.0, 0.0)}, failure="crash: x"),
+        _nbc_launch(2, {8: (2.2, 4.4, 2.2, 0.0), 1024: (11.0, 20.0, 11.0, 9.0)})]
+    add_trial(study, "all", attrs=attrs, value=-0.1)
+    record = trial_records(reload(study, tmp_path))[0]
+    samples = record.nbc_samples()  # the failed launch's columns are not a measurement
+    assert samples == {8: [NbcTiming(2.0, 3.0, 2.0, 50.0), NbcTiming(2.2, 4.4, 2.2, 0.0)],
+                       1024: [NbcTiming(10.0, 19.0, 10.0, 10.0), NbcTiming(11.0, 20.0, 11.0, 9.0)]}
+    frame = history_frame(study)
+    row = frame[frame["size"] == 1024].iloc[0]
+    assert json.loads(row["t_ovrl_us"]) == [19.0, 20.0]
+    assert json.loads(row["overlap_pct"]) == [10.0, 9.0]
+    assert set(NBC_SIZE_COLUMNS) <= set(frame.columns)
+    plain = new_study(tmp_path, name="plain", db="p.db")
+    add_trial(plain, "all", value=-0.1)
+    assert trial_records(plain)[0].nbc_samples() == {}
+    assert not set(NBC_SIZE_COLUMNS) & set(history_frame(plain).columns)
+
+
+def test_garbled_nbc_columns_are_a_storage_error(tmp_path):
+    study = new_study(tmp_path)
+    attrs = controller_attrs()
+    attrs["launches"] = [_nbc_launch(0, {8: (2.0, "fast", 2.0, 50.0)})]
+    add_trial(study, "all", attrs=attrs, value=-0.1)
+    with pytest.raises(StorageError, match=r"launches\[0\].nbc\[8\].t_ovrl_us"):
+        trial_records(study)[0].nbc_samples()
