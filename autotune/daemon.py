@@ -173,7 +173,8 @@ def detach(argv: list[str], lock: StudyLock, wait: float = 600.0) -> Owner:
     ready = lock.path.with_suffix(".ready")
     ready.unlink(missing_ok=True)
     with open(log, "ab") as handle:
-        handle.write(f"\n==== {time.strftime('%Y-%m-%d %H:%M:%S')} autotune start (background)\n"
+        command = argv[0] if argv else "start"
+        handle.write(f"\n==== {time.strftime('%Y-%m-%d %H:%M:%S')} autotune {command} (background)\n"
                      .encode())
         offset = handle.tell()
         proc = subprocess.Popen([sys.executable, "-m", "autotune", *argv, "--foreground"],

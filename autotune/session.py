@@ -149,6 +149,7 @@ class Session:
 
         config = self.config
         if (not options.per_size or options.confirm_top <= 0  # --confirm 0: nothing after the search
+                or config.nodes * config.ppn < 2  # one rank: coll/self runs it, not coll_tuned
                 or not stage.applies(self.space, config.collective, config.nodes)):
             return None
         ctx = TrialContext(config.collective, config.nodes)

@@ -122,7 +122,7 @@ def enqueue_configs(study: optuna.Study, configs: list[WarmConfig], space: Searc
         key = tuple(sorted(warm.params.items()))
         dropped = f" (adapted: {', '.join(warm.dropped)})" if warm.dropped else ""
         if key in seen:
-            lines.append(f"skipped, already tried: {warm.note}{dropped}")
+            lines.append(f"skipped, already tried or queued: {warm.note}{dropped}")
             continue
         seen.add(key)
         study.enqueue_trial(warm.params, user_attrs={TrialKey.WARM_START: warm.note})

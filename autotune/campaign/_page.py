@@ -113,10 +113,12 @@ def cost_line(data: CampaignReportData) -> str:
 def render(data: CampaignReportData, images: dict[str, str]) -> str:
     rows = data.rows
     winners = _table(
-        ("case", "state", "trials", *data.knobs, "speedup over untuned (95% CI)", "report"),
+        ("case", "state", "trials", *data.knobs, "per-size rules", "speedup over untuned (95% CI)",
+         "independent check", "report"),
         [(r.case.label, r.status.state, r.status.trials,
-          *[r.winner.get(k, "\u00b7") for k in data.knobs], _speedup_text(r),
-          r.link or "\u2013") for r in rows], numeric=(2,))
+          *[r.winner.get(k, "\u00b7") for k in data.knobs], r.rules or "\u00b7",
+          _speedup_text(r), r.check or "\u2013", r.link or "\u2013") for r in rows],
+        numeric=(2,))
     winners = _linkify(winners, rows)
     cost_rows = [(r.case.label, r.launches, _seconds(r.spent_node_seconds),
                   f"{_seconds(r.staged_node_seconds)} ({r.staged_configs or 0} configs)",

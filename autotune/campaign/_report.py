@@ -33,6 +33,8 @@ class CaseRow:
     grid_configs: int | None = None
     warm_queued: int = 0
     link: str | None = None  # the case's own report, relative to the campaign page
+    rules: str = ""  # adopted per-size bands, e.g. "alg 4 2.8 KiB..11.3 KiB; alg 3 11.3 KiB..45.3 KiB"
+    check: str = ""  # the independent check of the exported best, e.g. "IMB-MPI1 1.47x (1.44..1.49)"
 
     @property
     def has_winner(self) -> bool:
@@ -96,8 +98,10 @@ def case_row(case: Case, study: optuna.Study, mark: CaseMark, storage_url: str |
     baselines = load_baselines(study)
     seconds = seconds_data(records, baselines, stored_confirmation(study), config,
                            stored_rules(study))
-    cost = cost_data(study, config, records, seconds, best_config(study))
-    return CaseRow(case=case, study=study.study_name, status=status,
+    best = best_config(study)
+    cost = cost_data(study, config, records, seconds, best)
+    return CaseRow(case=case, study=study.study_name, status=status, rules=rules_text(best),
+                   check=check_text(best),
                    winner=winner_changes(study),
                    launches=sum(p.launches for p in seconds.parts),
                    spent_node_seconds=cost.spent_node_seconds,
@@ -105,6 +109,35 @@ def case_row(case: Case, study: optuna.Study, mark: CaseMark, storage_url: str |
                    grid_node_seconds=cost.grid_seconds * case.nodes,
                    staged_configs=cost.staged.configs, grid_configs=cost.grid.configs,
                    warm_queued=queued)
+
+
+def rules_text(best) -> str:
+    """The adopted per-size bands that differ from Open MPI's own decision, or ""."""
+    from ..units import format_size
+
+    if best.rules is None or best.is_default:
+        return ""
+    bands = [f"{b.choice.label()} {format_size(b.min_bytes)}.."
+             + (format_size(b.max_bytes) if b.max_bytes is not None else "")
+             for b in best.rules.bands if b.choice.algorithm]
+    return "; ".join(bands) or "Open MPI's own decision"
+
+
+def check_text(best) -> str:
+    """The independent check of the exported configuration, as one short cell."""
+    check = best.verification
+    if check is None:
+        return ""
+    if check.speedup is None or check.speedup_interval is None:
+        return f"{check.label}: failed"
+    low, high = check.speedup_interval
+    if check.agrees is False:
+        verdict = "DISAGREES with the search"
+    elif low > 1.0:
+        verdict = "reproduces a gain"
+    else:
+        verdict = "cannot tell a gain from none"
+    return f"{check.label} {check.speedup:.2f}x ({low:.2f}..{high:.2f}) {verdict}".strip()
 
 
 def patterns(rows: tuple[CaseRow, ...]) -> tuple[Pattern, ...]:

@@ -70,7 +70,7 @@ def test_agreeing_neighbours_shorten_a_case_and_a_larger_one_waits(tmp_path, mon
     mark = CaseMark.from_dict(study.user_attrs[CAMPAIGN_ATTR])
     assert mark.agreed and mark.finished is not None
     assert mark.warm_started[0].startswith("queued: allreduce-1n2p: confirmed winner (trial 1)")
-    assert mark.warm_started[1].startswith("skipped, already tried: allreduce-1n1p")
+    assert mark.warm_started[1].startswith("skipped, already tried or queued: allreduce-1n1p")
     queued = [t for t in study.trials if t.state.name == "WAITING"]
     fixed = [t.system_attrs["fixed_params"] for t in queued]
     assert {k: v for k, v in fixed[-1].items() if k in WINNER} == {
