@@ -116,7 +116,8 @@ def enqueue_configs(study: optuna.Study, configs: list[WarmConfig], space: Searc
     """Enqueue each configuration, adapted to the resolved space, unless the study already has
     it (measured or queued); one line per decision."""
     lines = []
-    seen = {tuple(sorted(t.params.items())) for t in study.trials}
+    seen = {tuple(sorted((t.params or t.system_attrs.get("fixed_params") or {}).items()))
+            for t in study.trials}  # a queued trial has no params yet, only fixed ones
     for config in configs:
         warm = to_params(config, space, ctx, context_values)
         key = tuple(sorted(warm.params.items()))

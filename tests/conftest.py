@@ -34,3 +34,13 @@ def small_disk(tmp_path):
         pytest.skip(f"cannot mount a small tmpfs here (needs root): {proc.stderr.strip()}")
     yield mount
     subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_mpi_init_in_pytest():
+    """No test may import mpi4py.MPI into the pytest process: that runs MPI_Init as a singleton,
+    whose orted outlives the test and looks like a leftover to the daemon tests."""
+    yield
+    import sys
+
+    assert "mpi4py.MPI" not in sys.modules, "this test imported mpi4py.MPI into pytest"

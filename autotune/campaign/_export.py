@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import AutotuneError, InputError
+from ..export import printable
 from ._status import case_studies
 
 SUFFIX = {"env": ".env", "json": ".json", "mca-params": ".mca-params.conf", "ompi-rules": ".rules",
@@ -45,7 +46,7 @@ def export_campaign(storage_url: str | None, name: str, out_dir: str | Path,
     """Every case with a completed trial, in every format it can be written in (a format that
     does not apply to the case's stack is skipped, said why); then the combined rules file."""
     from ..export import EXPORTERS, ExportOptions, best_config, export_text
-    from ..export._ompi_rules import ompi_rules_campaign, pick_format, rules_for
+    from ..export._ompi_rules import ompi_rules_campaign, ompi_version, pick_format, rules_for
     from ..files import check_output_path, write_output_atomically
 
     unknown = [f for f in formats if f not in EXPORTERS]
@@ -82,22 +83,23 @@ def export_campaign(storage_url: str | None, name: str, out_dir: str | Path,
             write_output_atomically(path, text, "campaign export -o")
             written.append(Written(str(path), case.label,
                                    "untuned stack" if best.is_default else ""))
-        try:
-            rule_sets.append((case.label, rules_for(best)))
-            mpi = mpi or best.host.get("mpi")
-        except AutotuneError:
-            pass  # not an Open MPI collective with coll_tuned rules: said by the per-case export
+        if "ompi-rules" in formats and ompi_version(best.host.get("mpi")) is not None:
+            try:
+                rule_sets.append((case.label, rules_for(best)))
+                mpi = mpi or best.host.get("mpi")
+            except AutotuneError:
+                pass  # not a coll_tuned collective (a non-blocking one): said per case
     if rule_sets and only is None:
         fmt, why = pick_format(mpi)
         path = out / (COMBINED if fmt != "json" else "campaign.rules.json")
         check_output_path(path, "campaign export -o")
         settings = (f"--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename "
                     f"{os.path.abspath(path)}")
-        header = (f"# autotune campaign {name}: coll_tuned rules of every case measured, "
+        header = (f"# autotune campaign {printable(name)}: coll_tuned rules of every case measured, "
                   f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC ({fmt} format: {why})",
                   "# each communicator size measured takes its case's rules; other sizes keep "
                   "Open MPI's fixed decision",
-                  f"# Open MPI reads it with: {settings}",
+                  f"# Open MPI reads it with: {printable(settings)}",
                   "# the cases' other settings (UCX, pml, mapping) are in their own env files")
         text = ompi_rules_campaign(rule_sets, fmt, mpi, header if fmt != "json" else ())
         write_output_atomically(path, text, "campaign export -o")

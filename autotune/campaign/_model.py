@@ -8,6 +8,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+from ..benchmarks import ALL_COLLECTIVES
 from ..errors import InputError
 
 CAMPAIGN_ATTR = "autotune.campaign"  # study user attr: CaseMark as a dict
@@ -49,7 +50,7 @@ def parse_case(label: str) -> Case:
         case = Case(int(nodes_text), int(ppn_text), collective)
     except ValueError:
         raise InputError(f"case {label!r}: expected COLLECTIVE-<nodes>n<ppn>p, e.g. allreduce-2n4p") from None
-    if not collective or case.nodes < 1 or case.ppn < 1:
+    if collective not in ALL_COLLECTIVES or case.nodes < 1 or case.ppn < 1:
         raise InputError(f"case {label!r}: expected COLLECTIVE-<nodes>n<ppn>p, e.g. allreduce-2n4p")
     return case
 
@@ -80,6 +81,8 @@ class CaseMark:
             return None
         try:
             case = Case(int(data["nodes"]), int(data["ppn"]), str(data["collective"]))
+            if case.collective not in ALL_COLLECTIVES or case.nodes < 1 or case.ppn < 1:
+                return None  # not written by autotune: never a path or a rules-file line
             finished = data.get("finished")
             trials = data.get("trials")
             return cls(campaign=str(data["campaign"]), case=case,

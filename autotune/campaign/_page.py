@@ -10,6 +10,7 @@ from ..report._html import CSS, _figure, _table, e
 from ._report import CampaignReportData, CaseRow, build_campaign
 
 PAGE = "index.html"
+PAGE_CSS = "body{max-width:1400px}#winners+p+table{font-size:.85em}"
 
 
 def _plt():
@@ -120,6 +121,8 @@ def render(data: CampaignReportData, images: dict[str, str]) -> str:
           _speedup_text(r), r.check or "\u2013", r.link or "\u2013") for r in rows],
         numeric=(2,))
     winners = _linkify(winners, rows)
+    for knob in data.knobs:  # long knob names may wrap at their underscores
+        winners = winners.replace(f"<th>{e(knob)}</th>", f"<th>{e(knob).replace('_', '_<wbr>')}</th>")
     cost_rows = [(r.case.label, r.launches, _seconds(r.spent_node_seconds),
                   f"{_seconds(r.staged_node_seconds)} ({r.staged_configs or 0} configs)",
                   f"{_seconds(r.grid_node_seconds)} ({r.grid_configs or 0:,} configs)",
@@ -139,7 +142,8 @@ def render(data: CampaignReportData, images: dict[str, str]) -> str:
     facts = (f"{len(rows)} cases in {e(data.storage)}: "
              + ", ".join(f"{n} {e(s)}" for s, n in sorted(counts.items())) + ".")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>autotune campaign {e(data.name)}</title><style>{CSS}</style></head><body>"
+            f"<title>autotune campaign {e(data.name)}</title><style>{CSS}{PAGE_CSS}</style>"
+            "</head><body>"
             f"<h1>autotune campaign {e(data.name)}</h1><p class=facts>{facts}</p>{notes}"
             "<h2 id=winners>Winners</h2><p>The configuration each case hands out (what "
             "<code>autotune export</code> writes), as the knobs it changes from the untuned stack "

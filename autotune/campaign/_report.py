@@ -76,8 +76,8 @@ def winner_changes(study: optuna.Study) -> dict[str, str]:
         return {}
     if best.is_default:
         return {}
-    default = next((TrialRecord.from_trial(t) for t in study.get_trials(deepcopy=False)
-                    if TrialRecord.from_trial(t).is_default), None)
+    default = next((r for r in map(TrialRecord.from_trial, study.get_trials(deepcopy=False))
+                    if r.is_default), None)
     base = dict(default.params) if default else {}
     return {k: str(v) for k, v in sorted(best.params.items())
             if k not in CONTEXT_KNOBS and str(base.get(k)) != str(v)}
@@ -111,14 +111,20 @@ def case_row(case: Case, study: optuna.Study, mark: CaseMark, storage_url: str |
                    warm_queued=queued)
 
 
-def rules_text(best) -> str:
-    """The adopted per-size bands that differ from Open MPI's own decision, or ""."""
-    from ..units import format_size
+def _compact(nbytes: int) -> str:
+    for unit, factor in (("M", 1 << 20), ("K", 1 << 10)):
+        if nbytes >= factor:
+            return f"{nbytes / factor:.3g}{unit}"
+    return f"{nbytes}B"
 
+
+def rules_text(best) -> str:
+    """The adopted per-size bands that differ from Open MPI's own decision, e.g.
+    `alg 4 2.83K..11.3K; alg 3 11.3K..45.3K`, or ""."""
     if best.rules is None or best.is_default:
         return ""
-    bands = [f"{b.choice.label()} {format_size(b.min_bytes)}.."
-             + (format_size(b.max_bytes) if b.max_bytes is not None else "")
+    bands = [f"{b.choice.label()} {_compact(b.min_bytes)}.."
+             + (_compact(b.max_bytes) if b.max_bytes is not None else "")
              for b in best.rules.bands if b.choice.algorithm]
     return "; ".join(bands) or "Open MPI's own decision"
 

@@ -100,12 +100,15 @@ class CampaignRunner:
     prints a line; the CLI passes its own, tests may pass others."""
 
     def __init__(self, options: CampaignOptions, *, prepare: Callable, run_case: Callable,
-                 say: Callable[[str], None], allocation_nodes: int | None) -> None:
+                 say: Callable[[str], None], allocation_nodes: int | None,
+                 on_ready: Callable[[], None] = lambda: None) -> None:
         self.options = options
         self.prepare = prepare
         self.run_case = run_case
         self.say = say
         self.allocation_nodes = allocation_nodes  # None: not known before connecting (Ray)
+        self.on_ready = on_ready  # called once a case has started, or when none is left to start
+        self.ready = False
         self.deadline = time.time() + options.time_budget if options.time_budget else None
 
     def run(self) -> CampaignOutcome:
@@ -125,15 +128,21 @@ class CampaignRunner:
                 self.say(f"case {case.label} waits: {why}")
             else:
                 runnable.append(case)
+                self._update(studies[case], waiting="")  # it fits this allocation
         for index, case in enumerate(runnable):
             if self.deadline is not None and time.time() >= self.deadline:
                 outcome.stopped = "the campaign's time budget is spent"
                 break
-            self._update(studies[case], waiting="")
             code = self._run_one(case, studies, len(runnable) - index, outcome)
             if code is not None:
                 outcome.exit_code = code
                 break
+        if not self.ready:
+            if outcome.failed and not outcome.finished:
+                first = next(iter(outcome.failed.items()))
+                raise AutotuneError(f"no case of campaign {self.options.name} could start here "
+                                    f"({first[0].label}: {first[1]})")
+            self._ready()
         left = [c for c in self.options.cases if not self._finished(studies[c])]
         if not left:
             self.say(f"campaign {self.options.name}: every case is done")
@@ -167,6 +176,7 @@ class CampaignRunner:
             self._update(studies[case], stopped=f"could not start: {exc}")
             self.say(f"case {case.label} cannot run here: {exc}")
             return None
+        self._ready()
         try:
             if budget is not None:
                 session.search_deadline = min(search_deadline, session.deadline or search_deadline)
@@ -188,7 +198,9 @@ class CampaignRunner:
                 outcome.stopped = "stopped"
                 self._update(study, stopped="stopped by a signal; resumes in the next run")
                 return 0
-            if summary.stopped_because.startswith("time budget") and session.deadline_is_job_end:
+            confirmed = summary.confirmation is not None or self.options.base.confirm_top <= 0
+            if (summary.stopped_because.startswith("time budget") and session.deadline_is_job_end
+                    and not confirmed):  # the job ends before this case could be confirmed
                 from ..session import EXIT_JOB_TIME_UP
 
                 outcome.stopped = "the Slurm job ends"
@@ -196,7 +208,6 @@ class CampaignRunner:
                 self.say(f"the Slurm job ends: exit {EXIT_JOB_TIME_UP}; a requeued job resumes "
                          "the campaign")
                 return EXIT_JOB_TIME_UP
-            confirmed = summary.confirmation is not None or self.options.base.confirm_top <= 0
             early = summary.stopped_because and not summary.stopped_because.startswith(
                 ("done:", "time budget"))
             if confirmed and not early:
@@ -239,10 +250,16 @@ class CampaignRunner:
                 return to_params(WarmConfig(case.collective, case.nodes, case.ppn, params), session.space,
                                  ctx, session.context_values).params
 
-            agreed = winners_agree(candidates, adapt)
+            default = session.space.defaults(ctx, session.context_values)
+            agreed = winners_agree(candidates, adapt, default)
         mark = dataclasses.replace(mark, warm_started=tuple(lines), agreed=agreed)
         write_mark(session.study, mark)
         return mark
+
+    def _ready(self) -> None:
+        if not self.ready:
+            self.ready = True
+            self.on_ready()
 
     # ------------------------------------------------------------------ marks
 

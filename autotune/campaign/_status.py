@@ -3,6 +3,7 @@ state each is in, and what each found."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import optuna
@@ -102,7 +103,7 @@ def case_status(study: optuna.Study, mark: CaseMark, storage_url: str | None) ->
                        trials=0, speedup=None, speedup_ci=None, best_is_default=True,
                        bench_node_seconds=0.0, warm_started=mark.warm_started, agreed=mark.agreed)
     if stored_config(study) is None:  # registered, never started
-        return blank if not mark.waiting else _replace(blank, state=WAITING)
+        return blank if not mark.waiting else dataclasses.replace(blank, state=WAITING)
     status = study_status(study, storage_url)
     trials = status.trials_complete + status.trials_pruned + status.trials_failed
     if mark.finished is not None:
@@ -136,12 +137,6 @@ def _claim(study: optuna.Study) -> tuple[float | None, tuple[float, float] | Non
         speedup, low, high = best.confirmed_speedup
         return speedup, (low, high), best.is_default
     return (1.0 if best.is_default else best.speedup), None, best.is_default
-
-
-def _replace(status: CaseStatus, **changes) -> CaseStatus:
-    import dataclasses
-
-    return dataclasses.replace(status, **changes)
 
 
 def campaign_status(storage_url: str | None, name: str | None) -> CampaignStatus:

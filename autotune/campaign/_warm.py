@@ -77,8 +77,11 @@ def nearest(case: Case, finished: list[Case], count: int = NEIGHBOURS) -> list[C
     return ranked[:count]
 
 
-def winners_agree(candidates: list[Candidate], adapt) -> bool:
+def winners_agree(candidates: list[Candidate], adapt, default: dict[str, Any]) -> bool:
     """Whether at least two neighbours' confirmed winners are the same configuration once adapted
-    to this case (`adapt(params) -> params`)."""
+    to this case (`adapt(params) -> params`), and that configuration is not this case's default:
+    winners that changed only knobs this case lacks (another collective's algorithm) say nothing
+    about it."""
     winners = [params_key(adapt(c.params)) for c in candidates if c.winner]
+    winners = [w for w in winners if w != params_key(default)]
     return len(winners) >= 2 and len(set(winners)) == 1

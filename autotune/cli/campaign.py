@@ -3,15 +3,18 @@ in the background like `start`; `campaign status|stop|logs|report|export` for th
 
 from __future__ import annotations
 
+import re
+
 import click
 
-from ..benchmarks import COLLECTIVES
+from ..benchmarks import ALL_COLLECTIVES
 from ..errors import AutotuneError, InputError
 from . import render
 from .models import BackgroundStart, CampaignStatusReport, Message
 from .options import format_option, storage_option
 from .start import start
 
+CAMPAIGN_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")  # + ".<case>" is a study name
 # `start` options a campaign sets per case, or does not take
 _PER_CASE = {"collective", "nodes", "ppn", "trials", "study_name", "new_study"}
 
@@ -33,10 +36,10 @@ def _collectives(_ctx, _param, value: str | None) -> tuple[str, ...] | None:
     if value is None:
         return None
     items = tuple(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
-    unknown = [v for v in items if v not in COLLECTIVES]
+    unknown = [v for v in items if v not in ALL_COLLECTIVES]
     if unknown or not items:
         raise click.BadParameter(f"{', '.join(unknown) or value!r}: choose from "
-                                 f"{', '.join(COLLECTIVES)}")
+                                 f"{', '.join(ALL_COLLECTIVES)}")
     return items
 
 
@@ -81,6 +84,9 @@ def _campaign(ctx: click.Context, collectives, nodes, ppn, trials, name, neighbo
         trials = 30
     from ..space import load_space
 
+    if name is not None and not CAMPAIGN_NAME_RE.fullmatch(name):
+        raise InputError(f"--name {name!r}: use letters, digits and . _ + - (at most 100 "
+                         "characters, starting with a letter or digit)")
     name = name or f"campaign-{load_space(base.space).name}"
     options = CampaignOptions(name=name, cases=tuple(cases_of(collectives, nodes, ppn)), base=base,
                               trials=trials, time_budget=base.time_budget, neighbours=neighbours)
@@ -106,7 +112,8 @@ def _lock(options):
 
 def _run_in_background(options) -> None:
     """Check what can be checked here, then run the campaign detached and return once it holds
-    the campaign (its first case's checks passed)."""
+    the campaign and a case has started (or none is left to start); if no case can start, its
+    one-line error instead."""
     from ..campaign import case_options
     from ..daemon import detach
     from ..session import preflight
@@ -149,8 +156,8 @@ def _run_foreground(options) -> None:
     try:
         runner = CampaignRunner(options, prepare=prepare_session, run_case=run_session,
                                 say=lambda line: err.print(line, markup=False),
-                                allocation_nodes=allocation_nodes(options.base))
-        mark_ready()
+                                allocation_nodes=allocation_nodes(options.base),
+                                on_ready=mark_ready)
         outcome = runner.run()
     except StopRequested:  # between two cases: nothing runs, everything is stored
         err.print(f"campaign {options.name} stopped; the same command resumes it")

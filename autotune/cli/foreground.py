@@ -27,6 +27,7 @@ def run_session(session, options, trials: int):
         summary = session.controller(options, display).run(trials, deadline=session.deadline,
                                                             search_deadline=session.search_deadline)
     _print_run_summary(session.study, summary)
+    _print_overlap(session.study)
     if summary.interrupted:
         err.print("stopped: the running trial is marked failed (interrupted) and queued again; "
                   "completed trials are stored")
@@ -128,3 +129,25 @@ def _print_run_summary(study, summary) -> None:
     else:
         err.print(f"best so far: trial {best.number}, speedup {speed:.3f}x over the default")
     err.print(export_hint, markup=False)
+
+
+def _print_overlap(study) -> None:
+    """A non-blocking collective's t_pure, t_ovrl, t_CPU and overlap per size, default vs best
+    (what `autotune best` shows), tab-separated; nothing for a blocking collective."""
+    from ..errors import AutotuneError
+    from ..export import best_config
+    from ..report import study_overlap
+    from .render import Table, overlap_lines
+
+    try:
+        overlap = study_overlap(study, best_config(study))
+    except AutotuneError:
+        return
+    if overlap is None:
+        return
+    for block in overlap_lines(overlap):
+        if isinstance(block, Table):
+            for row in (block.columns, *block.rows):
+                err.print("\t".join(row), markup=False)
+        else:
+            err.print(block, markup=False)

@@ -316,7 +316,13 @@ def ompi_rules_campaign(rule_sets: list[tuple[str, RuleSet]], fmt: str = "classi
         return json.dumps(doc, indent=2) + "\n"
     v2 = fmt == "v2"
     lines = ["rule-file-version-2"] if v2 else []
-    lines += list(header) + [f"# NOTE: {n}" for n in notes]
+    if not v2:
+        notes += [f"{label}: band {b.label()} was measured with max_requests "
+                  f"{b.choice.max_requests}, which this format cannot hold (Open MPI >= 5.0.7 "
+                  "reads it: rule-file-version-2)"
+                  for by_size in chosen.values() for label, rules in by_size.values()
+                  for b in rules.bands if b.choice.max_requests]
+    lines += [printable(h) for h in header] + [f"# NOTE: {printable(n)}" for n in notes]
     lines.append(f"{len(chosen)}  # collectives in this file")
     fixed = AlgorithmChoice(0)
     rule = partial(_rule, v2=v2)
@@ -326,7 +332,7 @@ def ompi_rules_campaign(rule_sets: list[tuple[str, RuleSet]], fmt: str = "classi
         for n, (label, rules) in sorted(by_size.items()):
             scaled = coll in TIMES_COMM_SIZE
             table[n] = [rule(ompi_message_size(coll, n, b.min_bytes), b.choice,
-                             f"{label}: {b.label()}{' per rank' if scaled else ''}: "
+                             f"{printable(label)}: {b.label()}{' per rank' if scaled else ''}: "
                              f"{_alg_label(names, b.choice)}") for b in rules.bands]
         for n in list(by_size):
             table.setdefault(n + 1, [rule(0, fixed, "fixed decision")])

@@ -10,7 +10,6 @@ from autotune.benchmarks import (NBC_COLLECTIVES, Mpi4pyBenchmark, NbcTiming, bu
                                  make_benchmark, overlap_pct, parse_kernel_output)
 from autotune.benchmarks._imb import ImbBenchmark
 from autotune.benchmarks._imb_output import parse_imb_output
-from autotune.benchmarks.mpi4py_kernel import parse_args
 from autotune.errors import BenchmarkOutputError, EnvironmentProblem, InputError
 from autotune.launch import LocalLauncher
 from autotune.measure import LaunchFailed, MeasurementPlan, Measurer
@@ -119,10 +118,12 @@ def test_nbc_columns_in_a_blocking_collectives_output_are_refused():
         parse_kernel_output(text, (8,), ranks=2)
 
 
-def test_nonblocking_collectives_use_their_blocking_buffers_and_kernel_choices():
+def test_nonblocking_collectives_use_their_blocking_buffers():
+    # (the kernel's own choices are proved by the real 2-rank runs of every collective below;
+    # importing the kernel here would MPI_Init this pytest process as a singleton, and its orted
+    # would outlive the test)
     for collective in NBC_COLLECTIVES:
         assert buffer_counts(collective, 1024, 4) == buffer_counts(collective[1:], 1024, 4)
-        assert parse_args(["--collective", collective, "--sizes", "8"]).collective == collective
 
 
 # ------------------------------------------------------------------ IMB-NBC

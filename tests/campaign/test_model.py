@@ -28,3 +28,12 @@ def test_mark_round_trips_and_unreadable_marks_are_no_campaign():
     for bad in (None, "x", {}, {"campaign": "a"}, {"campaign": "a", "collective": "x",
                                                     "nodes": "two", "ppn": 1}):
         assert CaseMark.from_dict(bad) is None
+
+
+def test_a_mark_naming_no_known_collective_is_no_campaign():
+    """A mark is read from shared storage: its label becomes a file name and a rules-file line."""
+    good = CaseMark("site", Case(1, 2, "allgather")).to_dict()
+    assert CaseMark.from_dict({**good, "collective": "iallreduce"}) is not None
+    for bad in ("../../etc/x", "allreduce\n1 2 3", ""):
+        assert CaseMark.from_dict({**good, "collective": bad}) is None
+    assert CaseMark.from_dict({**good, "nodes": 0}) is None

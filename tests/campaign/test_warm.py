@@ -41,14 +41,17 @@ def test_candidates_are_the_faster_distinct_non_default_trials_best_first():
 
 
 def test_winners_agree_only_when_two_confirmed_winners_are_one_configuration():
+    default = {"tls": "unset"}
     same = [Candidate({"tls": "a"}, "n1", winner=True), Candidate({"tls": "a"}, "n2", winner=True),
             Candidate({"tls": "b"}, "n2 other")]
-    assert winners_agree(same, dict)
-    assert not winners_agree(same[:1] + same[2:], dict)  # one winner is no agreement
+    assert winners_agree(same, dict, default)
+    assert not winners_agree(same[:1] + same[2:], dict, default)  # one winner is no agreement
     differ = [Candidate({"tls": "a"}, "n1", winner=True), Candidate({"tls": "b"}, "n2", winner=True)]
-    assert not winners_agree(differ, dict)
+    assert not winners_agree(differ, dict, default)
     # adapted to this case's space, two winners may become one configuration
-    assert winners_agree(differ, lambda p: {"tls": "a"})
+    assert winners_agree(differ, lambda p: {"tls": "a"}, default)
+    # ... but not this case's default: winners that changed only knobs it lacks say nothing
+    assert not winners_agree(differ, lambda p: dict(default), default)
 
 
 def test_no_candidate_from_a_study_without_trials():
