@@ -1,16 +1,14 @@
 """A real small study of a non-blocking collective through the CLI: real mpirun, 2 ranks, the
 mpi4py kernel's IMB-NBC method, the overlap objective, real SQLite storage in a temporary
 AUTOTUNE_HOME; then what a user reads back (best, history, report) and what is refused."""
+import functools
 import io
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import optuna
 import pandas as pd
 import pytest
+
+from tests import cli_runner
 
 pytestmark = pytest.mark.mpi
 
@@ -24,15 +22,7 @@ FAST = ("--nodes", "1", "--ppn", "2", "--sizes", SIZES, "--repetitions", "3", "-
 @pytest.fixture(scope="module")
 def nbc_run(tmp_path_factory, mpirun):
     home = tmp_path_factory.mktemp("home")
-    exe = shutil.which("autotune", path=str(Path(sys.executable).parent)) or "autotune"
-    env = dict(os.environ, AUTOTUNE_HOME=str(home), COLUMNS="200")
-
-    def cli(*args, check=True):
-        proc = subprocess.run([exe, *args], capture_output=True, text=True, env=env, timeout=600,
-                              stdin=subprocess.DEVNULL, cwd=home)
-        if check and proc.returncode:
-            raise AssertionError(f"autotune {' '.join(args)}: {proc.returncode}\n{proc.stderr}")
-        return proc
+    cli = functools.partial(cli_runner(home, home), check=True, timeout=600)
 
     proc = cli("start", "--collective", "iallreduce", "--objective", "overlap", "--trials", "3",
                *FAST)

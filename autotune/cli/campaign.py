@@ -14,6 +14,9 @@ from .models import BackgroundStart, CampaignStatusReport, Message
 from .options import format_option, storage_option
 from .start import start
 
+campaign_name_option = click.option("--name", "campaign_name", metavar="NAME", default=None,
+                                    help="campaign name; may be omitted when the storage holds "
+                                         "one")
 CAMPAIGN_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")  # + ".<case>" is a study name
 # `start` options a campaign sets per case, or does not take
 _PER_CASE = {"collective", "nodes", "ppn", "trials", "study_name", "new_study"}
@@ -177,8 +180,7 @@ def _status(storage, name):
 
 @campaign.command("status")
 @format_option("text", "json")
-@click.option("--name", "campaign_name", metavar="NAME", default=None,
-              help="campaign name; may be omitted when the storage holds one")
+@campaign_name_option
 @storage_option
 def status(fmt: str, campaign_name: str | None, storage: str | None) -> None:
     """Every case: done, running, waiting or left; trials, gain over the untuned stack, cost."""
@@ -188,43 +190,27 @@ def status(fmt: str, campaign_name: str | None, storage: str | None) -> None:
 @campaign.command("stop")
 @click.option("--timeout", type=float, default=60.0, show_default=True,
               help="seconds to wait for the campaign to store its running trial and exit")
-@click.option("--name", "campaign_name", metavar="NAME", default=None,
-              help="campaign name; may be omitted when the storage holds one")
+@campaign_name_option
 @storage_option
 def stop(timeout: float, campaign_name: str | None, storage: str | None) -> None:
     """Stop a running campaign (SIGTERM: the running trial is queued again)."""
     from ..campaign import campaign_name as find
-    from ..daemon import StudyLock, stop_owner
-    from ..storage import default_storage_url
+    from .start import stop_run
 
-    name = find(storage, campaign_name)
-    owner = StudyLock.of(storage or default_storage_url(), name).owner()
-    if owner is None:
-        render.emit(Message(f"campaign {name} is not running"))
-        return
-    if not stop_owner(owner, timeout):
-        raise AutotuneError(f"pid {owner.pid} did not stop within {timeout:.0f} s")
-    render.emit(Message(f"stopped campaign {name} (pid {owner.pid})"))
+    stop_run("campaign", find(storage, campaign_name), storage, timeout)
 
 
 @campaign.command("logs")
+@click.option("-f", "--follow", is_flag=True, help="keep printing new lines while it runs")
 @click.option("-n", "--lines", type=click.IntRange(min=0), default=60, show_default=True)
-@click.option("--name", "campaign_name", metavar="NAME", default=None,
-              help="campaign name; may be omitted when the storage holds one")
+@campaign_name_option
 @storage_option
-def logs(lines: int, campaign_name: str | None, storage: str | None) -> None:
-    """Print the end of the campaign's log (its background run's output)."""
+def logs(follow: bool, lines: int, campaign_name: str | None, storage: str | None) -> None:
+    """Print the campaign's log (its background run's output)."""
     from ..campaign import campaign_name as find
-    from ..daemon import StudyLock
-    from ..storage import default_storage_url
+    from .start import print_log
 
-    name = find(storage, campaign_name)
-    log = StudyLock.of(storage or default_storage_url(), name).log
-    if not log.exists():
-        raise InputError(f"no log for campaign {name} (it never ran in the background)")
-    with open(log, errors="replace") as handle:
-        for line in handle.readlines()[-lines:] if lines else []:
-            click.echo(line, nl=False)
+    print_log("campaign", find(storage, campaign_name), storage, lines, follow)
 
 
 @campaign.command("report")
@@ -233,8 +219,7 @@ def logs(lines: int, campaign_name: str | None, storage: str | None) -> None:
                    "[default: ./<campaign>-report]")
 @click.option("--cases/--no-cases", default=True, show_default=True,
               help="write each started case's own report in a subdirectory named by the case")
-@click.option("--name", "campaign_name", metavar="NAME", default=None,
-              help="campaign name; may be omitted when the storage holds one")
+@campaign_name_option
 @storage_option
 def report(out_dir: str | None, cases: bool, campaign_name: str | None,
            storage: str | None) -> None:
@@ -258,8 +243,7 @@ def report(out_dir: str | None, cases: bool, campaign_name: str | None,
 @click.option("--force", is_flag=True,
               help="as `autotune export --force` (settings the independent check disputes, "
                    "measured but unadopted per-size rules)")
-@click.option("--name", "campaign_name", metavar="NAME", default=None,
-              help="campaign name; may be omitted when the storage holds one")
+@campaign_name_option
 @storage_option
 def export(out_dir: str | None, formats: str, only: str | None, force: bool,
            campaign_name: str | None, storage: str | None) -> None:

@@ -223,17 +223,21 @@ def status(fmt: str, study_name: str | None, storage: str | None) -> None:
 @storage_option
 def stop(timeout: float, study_name: str | None, storage: str | None) -> None:
     """Stop a running study gracefully (SIGTERM: the running trial is re-queued)."""
+    stop_run("study", open_study(storage, study_name).study_name, storage, timeout)
+
+
+def stop_run(what: str, name: str, storage: str | None, timeout: float) -> None:
+    """SIGTERM the process that holds the lock of study or campaign `name`, and wait for it."""
     from ..daemon import StudyLock, stop_owner
     from ..storage import default_storage_url
 
-    study = open_study(storage, study_name)
-    owner = StudyLock.of(storage or default_storage_url(), study.study_name).owner()
+    owner = StudyLock.of(storage or default_storage_url(), name).owner()
     if owner is None:
-        render.emit(Message(f"study {study.study_name} is not running"))
+        render.emit(Message(f"{what} {name} is not running"))
         return
     if not stop_owner(owner, timeout):
         raise AutotuneError(f"pid {owner.pid} did not stop within {timeout:.0f} s")
-    render.emit(Message(f"stopped study {study.study_name} (pid {owner.pid})"))
+    render.emit(Message(f"stopped {what} {name} (pid {owner.pid})"))
 
 
 @click.command()
@@ -243,15 +247,20 @@ def stop(timeout: float, study_name: str | None, storage: str | None) -> None:
 @storage_option
 def logs(follow: bool, lines: int, study_name: str | None, storage: str | None) -> None:
     """Print the study's log (the background run's output)."""
+    print_log("study", open_study(storage, study_name).study_name, storage, lines, follow)
+
+
+def print_log(what: str, name: str, storage: str | None, lines: int, follow: bool) -> None:
+    """The last `lines` of the log of study or campaign `name`; with `follow`, new lines until
+    its run ends."""
     import time
 
     from ..daemon import StudyLock
     from ..storage import default_storage_url
 
-    study = open_study(storage, study_name)
-    lock = StudyLock.of(storage or default_storage_url(), study.study_name)
+    lock = StudyLock.of(storage or default_storage_url(), name)
     if not lock.log.exists():
-        raise InputError(f"no log for study {study.study_name} (it never ran in the background)")
+        raise InputError(f"no log for {what} {name} (it never ran in the background)")
     with open(lock.log, errors="replace") as handle:
         for line in handle.readlines()[-lines:] if lines else []:
             click.echo(line, nl=False)
