@@ -46,7 +46,7 @@ def export_campaign(storage_url: str | None, name: str, out_dir: str | Path,
     """Every case with a completed trial, in every format it can be written in (a format that
     does not apply to the case's stack is skipped, said why); then the combined rules file."""
     from ..export import EXPORTERS, ExportOptions, best_config, export_text
-    from ..export._ompi_rules import ompi_rules_campaign, ompi_version, pick_format, rules_for
+    from ..export._ompi_rules import COLL_IDS, ompi_rules_campaign, ompi_version, pick_format, rules_for
     from ..files import check_output_path, write_output_atomically
 
     unknown = [f for f in formats if f not in EXPORTERS]
@@ -83,7 +83,8 @@ def export_campaign(storage_url: str | None, name: str, out_dir: str | Path,
             write_output_atomically(path, text, "campaign export -o")
             written.append(Written(str(path), case.label,
                                    "untuned stack" if best.is_default else ""))
-        if "ompi-rules" in formats and ompi_version(best.host.get("mpi")) is not None:
+        if ("ompi-rules" in formats and ompi_version(best.host.get("mpi")) is not None
+                and case.collective in COLL_IDS):  # coll_tuned has no non-blocking collectives
             try:
                 rule_sets.append((case.label, rules_for(best)))
                 mpi = mpi or best.host.get("mpi")
@@ -103,5 +104,6 @@ def export_campaign(storage_url: str | None, name: str, out_dir: str | Path,
                   "# the cases' other settings (UCX, pml, mapping) are in their own env files")
         text = ompi_rules_campaign(rule_sets, fmt, mpi, header if fmt != "json" else ())
         write_output_atomically(path, text, "campaign export -o")
-        written.append(Written(str(path), "all", f"{len(rule_sets)} cases"))
+        count = len(rule_sets)
+        written.append(Written(str(path), "all", f"{count} case{'s' if count != 1 else ''}"))
     return CampaignExport(directory=str(out), written=tuple(written), skipped=tuple(skipped))

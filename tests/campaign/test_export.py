@@ -3,6 +3,7 @@ walks it (counts, then lines), and JSON. Open MPI loading it for real: tests/exp
 test_ompi_rules_applied.py."""
 
 import json
+from pathlib import Path
 
 from autotune.export._ompi_rules import ompi_rules_campaign
 from autotune.rules import AlgorithmChoice, RuleSet
@@ -73,3 +74,26 @@ def test_v2_and_json_forms():
     assert [(e["comm_size_min"], e["comm_size_max"]) for e in entries] == [(4, 4), (8, 8)]
     assert entries[1]["rules"][0] == {"msg_size_min": 0, "msg_size_max": "inf", "alg": 6,
                                       "seg_size": 4096, "reqs": 4}
+
+
+def test_a_campaign_with_a_non_blocking_case_exports_what_applies(tmp_path):
+    """coll_tuned has no rules for iallreduce: its env file is written, its rules file is skipped
+    with the reason, and campaign.rules holds the blocking case only."""
+    from autotune.campaign import CAMPAIGN_ATTR, Case, CaseMark
+    from autotune.campaign._export import export_campaign
+    from tests.storage import CONFIG, add_trial, controller_attrs, new_study
+
+    storage = f"sqlite:///{tmp_path / 't.db'}"
+    for collective in ("allreduce", "iallreduce"):
+        case = Case(1, 2, collective)
+        study = new_study(tmp_path, name=case.study_name("c"))
+        study.set_user_attr("autotune.config", {**CONFIG, "collective": collective})
+        study.set_user_attr(CAMPAIGN_ATTR, CaseMark("c", case, finished=1.0).to_dict())
+        add_trial(study, "all", attrs=controller_attrs(is_default=True, env={}), value=0.0)
+    done = export_campaign(storage, "c", tmp_path / "out", ("env", "ompi-rules"))
+    names = sorted(Path(w.path).name for w in done.written)
+    assert names == ["allreduce-1n2p.env", "allreduce-1n2p.rules", "campaign.rules",
+                     "iallreduce-1n2p.env"]
+    assert [(s.case, "not written for iallreduce" in s.why) for s in done.skipped] == [
+        ("iallreduce-1n2p ompi-rules", True)]
+    assert "iallreduce" not in (tmp_path / "out" / "campaign.rules").read_text()
