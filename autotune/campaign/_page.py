@@ -113,16 +113,15 @@ def cost_line(data: CampaignReportData) -> str:
 
 def render(data: CampaignReportData, images: dict[str, str]) -> str:
     rows = data.rows
+    knobs = len(data.knobs)
     winners = _table(
-        ("case", "state", "trials", *data.knobs, "per-size rules", "speedup over untuned (95% CI)",
-         "independent check", "report"),
+        ("case", "state", "trials", *[e(k).replace("_", "_<wbr>") for k in data.knobs],
+         "per-size rules", "speedup over untuned (95% CI)", "independent check", "report"),
         [(r.case.label, r.status.state, r.status.trials,
-          *[r.winner.get(k, "\u00b7") for k in data.knobs], r.rules or "\u00b7",
-          _speedup_text(r), r.check or "\u2013", r.link or "\u2013") for r in rows],
-        numeric=(2,))
-    winners = _linkify(winners, rows)
-    for knob in data.knobs:  # long knob names may wrap at their underscores
-        winners = winners.replace(f"<th>{e(knob)}</th>", f"<th>{e(knob).replace('_', '_<wbr>')}</th>")
+          *[e(r.winner.get(k, "\u00b7")) for k in data.knobs], r.rules or "\u00b7",
+          _speedup_text(r), r.check or "\u2013",
+          f'<a href="{e(r.link)}">report</a>' if r.link else "\u2013") for r in rows],
+        numeric=(2,), raw=(*range(3, 3 + knobs), 6 + knobs))  # long knob names wrap at "_"
     cost_rows = [(r.case.label, r.launches, _seconds(r.spent_node_seconds),
                   f"{_seconds(r.staged_node_seconds)} ({r.staged_configs or 0} configs)",
                   f"{_seconds(r.grid_node_seconds)} ({r.grid_configs or 0:,} configs)",
@@ -162,14 +161,6 @@ def render(data: CampaignReportData, images: dict[str, str]) -> str:
                       "the same space, each priced at the case's own mean launch time.")
             + "<p class=muted>Made by <code>autotune campaign report</code> from the storage; "
               "each case's own report is linked in the winners table.</p></body></html>\n")
-
-
-def _linkify(table: str, rows: tuple[CaseRow, ...]) -> str:
-    for row in rows:
-        if row.link:
-            table = table.replace(f"<td>{e(row.link)}</td>",
-                                  f'<td><a href="{e(row.link)}">report</a></td>', 1)
-    return table
 
 
 def write_campaign_report(storage_url: str | None, name: str, out_dir: str | Path,

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 
 import optuna
 
-from ..errors import InputError
-from ..storage import default_storage_url, open_storage, redact, stored_config
+from ..storage import choose_name, default_storage_url, open_storage, redact, stored_config
 from ._model import CAMPAIGN_ATTR, Case, CaseMark
 
 DONE, RUNNING, WAITING, PARTIAL, LEFT = "done", "running", "waiting", "partial", "left"
@@ -71,18 +70,8 @@ def campaign_marks(storage: optuna.storages.BaseStorage) -> dict[str, list[tuple
 def campaign_name(storage_url: str | None, name: str | None) -> str:
     """The named campaign, or the only one in the storage."""
     marks = campaign_marks(open_storage(storage_url, create=False))
-    where = redact(storage_url or default_storage_url())
-    if name is None:
-        if not marks:
-            raise InputError(f"no campaign in {where}: run `autotune campaign` first")
-        if len(marks) > 1:
-            raise InputError(f"{len(marks)} campaigns in {where}; choose one with --name: "
-                             + ", ".join(sorted(marks)))
-        return next(iter(marks))
-    if name not in marks:
-        raise InputError(f"no campaign named {name!r} in {where}"
-                         + (f" (campaigns: {', '.join(sorted(marks))})" if marks else ""))
-    return name
+    return choose_name(marks, name, redact(storage_url or default_storage_url()),
+                       ("campaign", "campaigns", "--name", "autotune campaign"))
 
 
 def case_studies(storage_url: str | None, name: str) -> list[tuple[Case, optuna.Study, CaseMark]]:

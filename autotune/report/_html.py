@@ -50,11 +50,16 @@ def _x(value: float | None, digits: int = 3) -> str:
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[object]],
-           numeric: Iterable[int] = ()) -> str:
-    numeric = set(numeric)
-    head = "".join(f"<th>{e(h)}</th>" for h in header)
+           numeric: Iterable[int] = (), raw: Iterable[int] = ()) -> str:
+    """A table; the columns in `raw` hold HTML their caller made (and escaped) already."""
+    numeric, raw = set(numeric), set(raw)
+
+    def text(i: int, value: object) -> str:
+        return str(value) if i in raw else e(value)
+
+    head = "".join(f"<th>{text(i, h)}</th>" for i, h in enumerate(header))
     body = "".join("<tr>" + "".join(
-        f"<td class=num>{e(c)}</td>" if i in numeric else f"<td>{e(c)}</td>"
+        f"<td class=num>{text(i, c)}</td>" if i in numeric else f"<td>{text(i, c)}</td>"
         for i, c in enumerate(row)) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 

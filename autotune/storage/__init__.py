@@ -8,8 +8,8 @@ from ._patient import PatientStorage
 from ._history import BaselineLaunch, baseline_key, load_baselines, save_baseline
 from ._queue import (NEVER_AGAIN, enqueue_default, known_invalid_params, params_key,
                      recover_abandoned)
-from ._open import (autotune_home, default_storage_url, load_existing_study, open_storage,
-                    quiet_optuna, redact, study_names)
+from ._open import (autotune_home, choose_name, default_storage_url, load_existing_study,
+                    open_storage, quiet_optuna, redact, study_names)
 from ._schema import (BASELINE_PREFIX, CONFIG_ATTR, CONFIRMATION_ATTR, FINGERPRINT_ATTR,
                       RESOLUTION_ATTR, RULES_ATTR, RUN_ATTR, STUDY_KEYS, VERIFICATION_ATTR, StoredSettings,
                       TrialKey,
@@ -22,6 +22,7 @@ from ._trials import (HISTORY_COLUMNS, NBC_SIZE_COLUMNS, SIZE_COLUMNS, StudyConf
                       stored_config, trial_records)
 
 __all__ = [
+    "choose_name",
     "BASELINE_PREFIX", "CONFIG_ATTR", "CONFIRMATION_ATTR", "FINGERPRINT_ATTR", "HISTORY_COLUMNS",
     "RESOLUTION_ATTR", "RUN_ATTR", "SIZE_COLUMNS", "STUDY_KEYS", "BaselineLaunch",
     "ConfirmedCandidate", "StoredConfirmation", "StoredRun", "StoredSettings", "StudyConfig",

@@ -4,6 +4,8 @@ studies in them. Every failure to open is one readable StorageError; a missing s
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import fcntl
 import os
 import re
@@ -134,16 +136,25 @@ def study_names(storage: optuna.storages.BaseStorage) -> list[str]:
 def load_existing_study(storage: optuna.storages.BaseStorage, name: str | None,
                         url: str | None = None) -> optuna.Study:
     """The named study, or the only one in the storage when no name is given."""
-    names = study_names(storage)
-    where = redact(url or default_storage_url())
+    name = choose_name(study_names(storage), name, redact(url or default_storage_url()),
+                       ("study", "studies", "--study", "autotune start"))
+    return optuna.load_study(study_name=name, storage=storage)
+
+
+def choose_name(names: Iterable[str], name: str | None, where: str,
+                words: tuple[str, str, str, str]) -> str:
+    """`name` if it is one of `names`, or the only one when no name is given; else one line
+    saying what there is. words: (kind, plural, the option that names one, what creates one)."""
+    kind, plural, option, creator = words
+    names = sorted(names)
     if name is None:
         if not names:
-            raise InputError(f"no study in {where}: run `autotune start` first")
+            raise InputError(f"no {kind} in {where}: run `{creator}` first")
         if len(names) > 1:
-            raise InputError(f"{len(names)} studies in {where}; choose one with --study: "
-                             + ", ".join(sorted(names)))
-        name = names[0]
-    elif name not in names:
-        raise InputError(f"no study named {name!r} in {where}"
-                         + (f" (studies: {', '.join(sorted(names))})" if names else ""))
-    return optuna.load_study(study_name=name, storage=storage)
+            raise InputError(f"{len(names)} {plural} in {where}; choose one with {option}: "
+                             + ", ".join(names))
+        return names[0]
+    if name not in names:
+        raise InputError(f"no {kind} named {name!r} in {where}"
+                         + (f" ({plural}: {', '.join(names)})" if names else ""))
+    return name

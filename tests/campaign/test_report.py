@@ -31,7 +31,10 @@ def test_patterns_are_values_shared_by_winners_most_shared_first():
 
 
 def test_page_has_the_winners_table_patterns_and_cost_totals():
-    data = CampaignReportData(name="c<1>", storage="sqlite:///x", rows=ROWS,
+    import dataclasses
+
+    rows = (dataclasses.replace(ROWS[0], link="allreduce-1n2p/index.html"), *ROWS[1:])
+    data = CampaignReportData(name="c<1>", storage="sqlite:///x", rows=rows,
                               knobs=("UCX_TLS", "UCX_ZCOPY_THRESH", "mapping"),
                               patterns=patterns(ROWS))
     page = render(data, {"gain": "campaign-gain.png"})
@@ -40,4 +43,6 @@ def test_page_has_the_winners_table_patterns_and_cost_totals():
     assert page.count("<tr>") == 1 + 4 + 1 + 2 + 1 + 4  # winners, patterns, cost (head + rows)
     assert "4.0 node-minutes of benchmark time spent" in page
     assert "3.0x and 500x what was spent" in page
+    assert '<td><a href="allreduce-1n2p/index.html">report</a></td>' in page
+    assert "<th>UCX_<wbr>ZCOPY_<wbr>THRESH</th>" in page and "&lt;a" not in page
     assert 'src="campaign-gain.png"' in page and "campaign-cost.png" not in page
