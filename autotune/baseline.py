@@ -25,9 +25,15 @@ class InterleavedDefault:
         self.latest: dict[int, BaselineLaunch] = {}
         self.first: dict[int, BaselineLaunch] = {}
         self.since: dict[int, int] = {}
+        self.paired: dict[int, set[int]] = {}  # trials paired with the latest launch of a block
 
-    def due(self, block: int) -> bool:
-        return block not in self.latest or self.since.get(block, 0) >= self.every
+    def due(self, block: int, trial: int | None = None) -> bool:
+        """Whether a default launch must come before this candidate launch: none yet, `every`
+        candidate launches since the last, or `trial` already paired with it (one default
+        launch may serve several configurations, never two launches of one: their errors
+        would be one and the same)."""
+        return (block not in self.latest or self.since.get(block, 0) >= self.every
+                or (trial is not None and trial in self.paired.get(block, ())))
 
     def drift(self, launch: BaselineLaunch) -> float:
         """Weighted log-ratio of this default launch to the run's first one of its block."""
@@ -40,9 +46,12 @@ class InterleavedDefault:
         self.first.setdefault(launch.block, launch)
         self.latest[launch.block] = launch
         self.since[launch.block] = 0
+        self.paired[launch.block] = set()
 
-    def candidate_launched(self, block: int) -> None:
+    def candidate_launched(self, block: int, trial: int | None = None) -> None:
         self.since[block] = self.since.get(block, 0) + 1
+        if trial is not None:
+            self.paired.setdefault(block, set()).add(trial)
 
 
 @dataclass

@@ -1,8 +1,9 @@
 """Confirmation: when the search ends, re-measure the best few configurations against the default
 in interleaved rounds, and claim one only if it is faster beyond doubt.
 
-Each candidate launch is paired with a default launch measured right before it (same size block),
-so a round's score is free of the machine's level shifts. Why the claim holds at its stated level:
+In each round and size block, one default launch is measured, then every open candidate right after
+it in a random order, each paired with it; a round's score is then free of the machine's level
+shifts (they last minutes), and the default costs one launch per round, not one per candidate. Why the claim holds at its stated level:
 - the interval of a candidate's mean round score is Student's t, not a percentile bootstrap (over
   5 rounds a bootstrap interval is too narrow; claims built on it did not reproduce);
 - the rounds are adaptive: a first look after `min_rounds`, then looks at twice as many rounds up
@@ -11,6 +12,10 @@ so a round's score is free of the machine's level shifts. Why the claim holds at
 - every interval is simultaneous over the candidates and the looks (Bonferroni): picking the best
   of several noisy candidates, or looking again until something shows, does not buy a false claim.
 The winner is the claimed candidate (interval entirely faster than the default) with the best mean.
+When several are claimed, they race for it: the leader and each claimed candidate whose difference
+to it, paired round by round, is neither surely positive nor surely smaller than `min_gain`, get
+more rounds at the next looks (up to `max_rounds`), so that near-ties are settled on more evidence
+than five rounds, and rounds are not spent on candidates already told apart.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import optuna
+from scipy import stats
 
 from . import objective
 from .measure import LaunchFailed, Measurer, PlannedLaunch
@@ -36,6 +42,7 @@ CLAIMED = "faster"  # interval entirely below 0: faster than the default beyond 
 NOT_FASTER = "not faster"  # interval says the gain is below min_gain, or it is slower
 UNDECIDED = "undecided"  # rounds or time ran out first
 FAILED = "failed"
+TRIM = 0.2  # share of rounds cut on each side when picking the winner among claimed candidates
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,7 @@ class Candidate:
     trial: int
     params: dict[str, Any]
     round_scores: list[float] = field(default_factory=list)
+    round_index: list[int] = field(default_factory=list)  # the round of each score (pairing)
     mean: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
@@ -77,11 +85,15 @@ class Candidate:
         return math.exp(-self.ci_high), math.exp(-self.ci_low)
 
     def judge(self, interval: Interval, policy: ConfirmPolicy) -> None:
+        """The verdict on all rounds so far (a claim may be judged again at a later look: every
+        look is in the Bonferroni family)."""
         self.mean, self.ci_low, self.ci_high = interval.mean, interval.low, interval.high
         if interval.high < 0 and interval.low < interval.high:  # no spread: nothing is known
             self.verdict = CLAIMED
         elif interval.low > -math.log1p(policy.min_gain):
             self.verdict = NOT_FASTER
+        else:
+            self.verdict = UNDECIDED
 
     @property
     def open(self) -> bool:
@@ -122,7 +134,7 @@ def settings_of(trial: optuna.trial.FrozenTrial) -> LaunchSettings:
 
 
 class _Rounds:
-    """Runs rounds: per size block, the open candidates in random order, each after a default."""
+    """Runs rounds: per size block, one default launch, then the open candidates in random order."""
 
     def __init__(self, measurer: Measurer, default_settings: LaunchSettings,
                  default_params: dict[str, Any] | None, weights: dict[int, float],
@@ -139,16 +151,18 @@ class _Rounds:
         for block_index, block in enumerate(self.blocks):
             order = [c for c in candidates if not c.failed]
             self.rng.shuffle(order)
+            planned = PlannedLaunch(index=-1, block=block_index, rep=round_index, sizes=block)
+            if not order:
+                continue
+            try:  # one default launch, then every candidate next to it
+                default = self.measurer.run_launch(self.default_settings, planned,
+                                                   self.rng.randrange(2**31),
+                                                   params=self.default_params, is_default=True)
+            except LaunchFailed as exc:
+                if exc.reason == "interrupted":
+                    raise
+                continue  # no reference this time: this block of the round is skipped
             for cand in order:
-                planned = PlannedLaunch(index=-1, block=block_index, rep=round_index, sizes=block)
-                try:
-                    default = self.measurer.run_launch(self.default_settings, planned,
-                                                       self.rng.randrange(2**31),
-                                                       params=self.default_params, is_default=True)
-                except LaunchFailed as exc:
-                    if exc.reason == "interrupted":
-                        raise
-                    continue  # no reference this time: this pair is skipped
                 try:
                     record = self.measurer.run_launch(settings[cand.trial], planned,
                                                       self.rng.randrange(2**31), params=cand.params)
@@ -166,6 +180,7 @@ class _Rounds:
             scores = {s: v for s, v in per_round[cand.trial].items() if self.weights.get(s, 0) > 0}
             if not cand.failed and scores:
                 cand.round_scores.append(objective.weighted_score(scores, self.weights))
+                cand.round_index.append(round_index)
         self.seconds_per_candidate.append((time.perf_counter() - t0) / max(1, len(candidates)))
 
     def next_round_fits(self, deadline: float | None, candidates: int) -> bool:
@@ -190,29 +205,64 @@ def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSet
     rounds = _Rounds(measurer, default_settings, default_params, weights, rng)
     stopped, done = "", 0
     for look in looks:
-        open_now = [c for c in candidates if c.open]
-        if not open_now:
+        measured_now = [c for c in candidates if c.open] + racing(candidates, policy)
+        if not measured_now:
             break
         while done < look:
-            if not rounds.next_round_fits(deadline, len(open_now)):
+            if not rounds.next_round_fits(deadline, len(measured_now)):
                 stopped = "time budget: the next round would not finish in time"
                 break
-            rounds.run(done, open_now, settings)
+            rounds.run(done, measured_now, settings)
             done += 1
-        for cand in open_now:
-            if cand.open and len(cand.round_scores) >= 2:
+        for cand in measured_now:
+            if not cand.failed and len(cand.round_scores) >= 2:
                 cand.judge(mean_interval(cand.round_scores, policy.confidence, family), policy)
         if stopped:
             break
     if not stopped and any(c.open for c in candidates):
         stopped = f"{policy.max_rounds} rounds: the most allowed"
     claimed = [c for c in candidates if c.verdict == CLAIMED and c.mean is not None]
-    best = min(claimed, key=lambda c: c.mean).trial if claimed else None  # type: ignore[arg-type, return-value]
+    best = min(claimed, key=typical).trial if claimed else None
     result = Confirmation(rounds=done, candidates=candidates, best_trial=best,
                           finished=time.time(), confidence=policy.confidence, family=family,
                           looks=looks, stopped=stopped if any(c.open for c in candidates) else "")
     study.set_user_attr(CONFIRMATION_ATTR, result.to_dict())
     return result
+
+
+def typical(cand: Candidate) -> float:
+    """A candidate's typical round score, for picking the winner among claimed ones: the mean
+    of its rounds without the fifth on either side (scipy's trimmed mean), so that one bad
+    round of the best (a disturbed minute) does not hand the win to a lucky neighbour."""
+    return float(stats.trim_mean(cand.round_scores, TRIM)) if cand.round_scores else math.inf
+
+
+def racing(candidates: list[Candidate], policy: ConfirmPolicy) -> list[Candidate]:
+    """The claimed candidates still racing for the win: the leader (best mean) and every claimed
+    one whose round-by-round difference to it is neither surely positive (the leader is faster)
+    nor surely within `min_gain` either way (as good as the leader); none when nothing is left to
+    settle."""
+    claimed = [c for c in candidates if c.verdict == CLAIMED and c.mean is not None
+               and not c.failed]
+    if len(claimed) < 2:
+        return []
+    leader = min(claimed, key=typical)
+    mine = dict(zip(leader.round_index, leader.round_scores))
+    gain = math.log1p(policy.min_gain)
+    chasing = []
+    for cand in claimed:
+        if cand is leader:
+            continue
+        diffs = [score - mine[r] for r, score in zip(cand.round_index, cand.round_scores)
+                 if r in mine]
+        if len(diffs) < 2:
+            chasing.append(cand)
+            continue
+        interval = mean_interval(diffs, policy.confidence)
+        if interval.low > 0 or (-gain < interval.low and interval.high < gain):
+            continue  # told apart from the leader, or as good as it
+        chasing.append(cand)
+    return [leader, *chasing] if chasing else []
 
 
 def no_candidate(study: optuna.Study, policy: ConfirmPolicy) -> Confirmation:

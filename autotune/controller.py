@@ -3,8 +3,9 @@
 Noise handling: latency levels move between launches and, suddenly and for minutes, machine-wide
 (measured here: 1.6x at small sizes and 3x at large ones from one launch to the next). So the
 default configuration is not measured once: its launches are interleaved with the trials' launches
-(one right before every `baseline_every` candidate launches of the same size block) and every
-candidate launch is paired with the default launch nearest before it. A shift then spoils one pair,
+(one right before every `baseline_every` candidate launches of the same size block, and before a
+trial's second launch of a block: one default launch serves several configurations, never two
+launches of one) and every candidate launch is paired with the default launch nearest before it. A shift then spoils one pair,
 which the trimmed mean drops. Every default launch is stored with its drift against the run's first.
 The controller is the single writer of the study; it knows neither mpirun nor the benchmark.
 """
@@ -38,7 +39,7 @@ from .storage import (NEVER_AGAIN, RUN_ATTR, BaselineLaunch, PatientStorage, Stu
                       TrialKey, TrialRecord, enqueue_default, failure_attrs, known_invalid_params,
                       load_baselines, params_key, record_checksum, requeue_attrs, run_attrs,
                       save_baseline, trial_attrs)
-from .strategy import Strategy
+from .strategy import SearchSetup, Strategy
 
 if TYPE_CHECKING:  # the controller is handed a pool; it never builds one
     from .launch import NodePool
@@ -54,7 +55,7 @@ class Controller:
 
     def __init__(self, study: optuna.Study, space: SearchSpace, config: StudyConfig,
                  measurer: Measurer, host: HostInfo, *, pool: NodePool, strategy: Strategy,
-                 parallel: int = 1, baseline_every: int = 1,
+                 parallel: int = 1, baseline_every: int | None = None,
                  seed: int | None = None, events: Events | None = None,
                  context_values: dict[str, Any] | None = None,
                  fingerprint: dict[str, Any] | None = None, confirm_top: int = 0,
@@ -79,7 +80,8 @@ class Controller:
             study._storage.notify = lambda message: self.events.paused(message, 0.0)  # noqa: SLF001
         self.rng = random.Random(seed)
         self.run_id = uuid.uuid4().hex[:12]
-        self.baseline_every = baseline_every
+        # candidate launches per default launch: as asked, else as the strategy measures best
+        self.baseline_every = baseline_every or strategy.baseline_every or 1
         self.baselines: dict[tuple[str, ...], InterleavedDefault] = {}  # per node group
         self._lock = threading.Lock()  # baseline ids, trial claims (parallel trials)
         self._ask_lock = threading.Lock()
@@ -106,6 +108,11 @@ class Controller:
         self.known_invalid = known_invalid_params(study)
         self.measured = {params_key(t.params): t.number for t in study.get_trials(
             deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))}
+        self.launch_order = strategy.launch_order
+        strategy.bind(SearchSetup(
+            study=study, space=space, ctx=self.ctx, context_values=self.context_values,
+            default_params=self.default_params, blocks=tuple(self.plan.blocks()),
+            weights=config.weights, repetitions=self.plan.repetitions))
 
     # ------------------------------------------------------------------ setup
 
@@ -240,9 +247,11 @@ class Controller:
             settle()
         return bool(getattr(placed.group, "lost", ""))
 
-    def refresh_baseline(self, planned: PlannedLaunch, placed: Placement) -> LaunchRecord | None:
-        """Run the default-config launch due before a candidate launch of this block, if any."""
-        if not placed.baseline.due(planned.block):
+    def refresh_baseline(self, planned: PlannedLaunch, placed: Placement,
+                         trial: int | None = None) -> LaunchRecord | None:
+        """Run the default-config launch due before a candidate launch of this block (of
+        `trial`), if any."""
+        if not placed.baseline.due(planned.block, trial):
             return None
         refused = infra = 0
         while True:
@@ -297,7 +306,8 @@ class Controller:
                                f"{self.known_invalid[key]}, refused by MPI or wrong in its "
                                "results; not launched again")
                     self.summary.skipped_known_invalid += 1
-                elif key in self.measured and not queued:
+                elif (key in self.measured and not queued
+                      and not self.strategy.measures_again(params)):
                     # TPE re-proposed measured points (40 trials visited 19-25 distinct ones on a
                     # replayed grid), and asked again it proposes them again: a measured point
                     # is not measured from scratch; an unmeasured one, drawn at random, is next
@@ -314,6 +324,7 @@ class Controller:
                     break
             except BaseException:
                 self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+                self.strategy.trial_finished(trial.number, dict(trial.params), "FAIL")
                 raise
         else:
             raise NothingNew(f"done: the last {MAX_ASKS} proposals were all configurations "
@@ -323,6 +334,7 @@ class Controller:
         except BaseException:
             # whatever went wrong (a stop signal in the sampler, a storage error), never leave it RUNNING
             self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+            self.strategy.trial_finished(trial.number, params, "FAIL")
             raise
 
     def _unmeasured(self, tries: int = 200) -> dict[str, Any] | None:
@@ -341,6 +353,7 @@ class Controller:
             trial.set_user_attr(name, value)
         trial.set_user_attr(TrialKey.SKIPPED, True)
         self.study.tell(trial, state=TrialState.FAIL)
+        self.strategy.trial_finished(trial.number, dict(trial.params), "FAIL")
 
     def _suggest(self, trial: optuna.Trial) -> dict[str, Any]:
         try:
@@ -363,7 +376,7 @@ class Controller:
         fatal: BaseException | None = None
         try:
             measured.settings = self.space.settings(params, self.ctx)
-            self._measure(trial, measured, prunable=not is_default)
+            self._measure(trial, measured)
         except (KeyboardInterrupt, StopSignal) as exc:
             fatal = exc
             measured.failure = LaunchFailure("interrupted", f"stopped by {exc.__class__.__name__ if isinstance(exc, KeyboardInterrupt) else exc}")
@@ -406,7 +419,9 @@ class Controller:
                 self.study.tell(trial, state=TrialState.FAIL)
         except KeyboardInterrupt:
             self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+            self.strategy.trial_finished(trial.number, params, "FAIL")
             raise
+        self.strategy.trial_finished(trial.number, params, outcome.state)
         if measured.failure is not None:
             self._after_failure(trial, params, outcome, measured.failure)
         else:
@@ -434,13 +449,14 @@ class Controller:
             self.study.enqueue_trial(params, user_attrs=requeue_attrs(
                 trial.number, "interrupted", outcome.is_default))
 
-    def _measure(self, trial: optuna.Trial, measured: "TrialMeasurement", prunable: bool) -> None:
-        """Launch by launch, with due baseline launches first; report each launch; prune."""
+    def _measure(self, trial: optuna.Trial, measured: "TrialMeasurement") -> None:
+        """Launch by launch, with due baseline launches first; report each launch; after each,
+        the strategy says whether the trial goes on, is pruned, or is measured enough."""
         assert measured.settings is not None and measured.placed is not None
         placed = measured.placed
-        planned_launches = self.plan.launches()
+        planned_launches = self.plan.launches(self.launch_order)
         for planned in planned_launches:
-            default_record = self.refresh_baseline(planned, placed)
+            default_record = self.refresh_baseline(planned, placed, trial.number)
             if default_record is not None:
                 measured.baseline_launches += 1
                 measured.saw_kernel(default_record)
@@ -461,7 +477,7 @@ class Controller:
             assert record is not None
             measured.records.append(record)
             measured.saw_kernel(record)
-            placed.baseline.candidate_launched(planned.block)
+            placed.baseline.candidate_launched(planned.block, trial.number)
             self.events.launch_finished(record, len(planned_launches))
             for size in record.t_max_us:
                 measured.paired_default.setdefault(size, []).append(paired.t_max_us[size])
@@ -469,13 +485,15 @@ class Controller:
             t0 = time.perf_counter()
             launch_scores = {size: objective.log_ratio(t_us, paired.t_max_us[size])
                              for size, t_us in record.t_max_us.items()}
-            trial.report(objective.weighted_score(launch_scores, self.config.weights),
-                         planned.index)
+            score = objective.weighted_score(launch_scores, self.config.weights)
+            trial.report(score, planned.index)
+            self.strategy.launch_scored(trial.number, planned.block, score)
             # after the last launch pruning saves nothing: keep the complete measurement
             last = planned.index == len(planned_launches) - 1
-            measured.pruned = prunable and not last and self.strategy.should_prune(trial)
+            verdict = "continue" if last else self.strategy.after_launch(trial, measured.is_default)
+            measured.pruned = verdict == "prune"
             measured.overhead += time.perf_counter() - t0
-            if measured.pruned:
+            if verdict != "continue":
                 return
 
     def _record(self, outcome: TrialOutcome, measured: "TrialMeasurement") -> dict[str, Any]:

@@ -53,12 +53,18 @@ class MeasurementPlan:
         return [tuple(int(s) for s in block)
                 for block in np.array_split(np.array(sorted(self.sizes)), stages)]
 
-    def launches(self) -> list[PlannedLaunch]:
-        planned = []
-        for b, block in enumerate(self.blocks()):
-            for rep in range(self.repetitions):
-                planned.append(PlannedLaunch(len(planned), b, rep, block))
-        return planned
+    def launches(self, order: str = "blocks") -> list[PlannedLaunch]:
+        """Every launch of a trial: block by block ("blocks": small sizes first, so a trial
+        pruned early never pays for large ones), or round by round ("rounds": one launch of
+        every block in turn, so any prefix of whole rounds scores every size)."""
+        blocks = self.blocks()
+        if order == "rounds":
+            pairs = [(b, rep) for rep in range(self.repetitions) for b in range(len(blocks))]
+        elif order == "blocks":
+            pairs = [(b, rep) for b in range(len(blocks)) for rep in range(self.repetitions)]
+        else:
+            raise ValueError(f"unknown launch order {order!r}")
+        return [PlannedLaunch(i, b, rep, blocks[b]) for i, (b, rep) in enumerate(pairs)]
 
     def timeout(self, launch: PlannedLaunch) -> float:
         # a non-blocking collective times its two loops (alone, overlapped) within this too

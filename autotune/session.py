@@ -33,7 +33,7 @@ from .space import Removal, SearchSpace, TrialContext, load_space, resolve
 from .storage import (CONFIG_ATTR, FINGERPRINT_ATTR, RESOLUTION_ATTR, StoredSettings, StudyConfig,
                       autotune_home, default_storage_url, enqueue_default, open_storage,
                       recover_abandoned, stored_config)
-from .strategy import Strategy, make_strategy
+from .strategy import DEFAULT_STRATEGY, Strategy, make_strategy
 from .units import format_size, parse_size_range
 from .warmstart import enqueue_warm_start, load_warm_start
 
@@ -55,7 +55,7 @@ class StartOptions:
     repetitions: int = 5
     stages: int = 2
     time_per_size: float = 0.02
-    baseline_every: int = 1
+    baseline_every: int | None = None  # None: as the strategy measures best (strategy.baseline_every)
     prune: bool = True
     prune_after: int = 4
     p_threshold: float = 0.1
@@ -82,7 +82,7 @@ class StartOptions:
     ray_address: str | None = None
     ray_resource: str = "mpi_node"
     ray_head_grace: float = 30.0  # seconds without the Ray head before the run stops
-    strategy: str = "tpe"  # tpe | random | grid (strategy.STRATEGIES)
+    strategy: str = DEFAULT_STRATEGY  # strategy.STRATEGIES
     benchmark: str = "mpi4py"  # mpi4py | imb
     imb_dir: str | None = None  # where IMB-MPI1 is (else PATH)
     imb_mem_gb: float | None = None  # IMB -mem (GB per process)

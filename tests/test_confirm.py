@@ -76,3 +76,48 @@ def test_a_real_aa_study_reports_the_untuned_stack(autotune_cli, tmp_path):
     assert "OMPI_MCA_coll_tuned_bcast_algorithm" not in exported
     best = json.loads(autotune_cli("best", "--format", "json", check=True).stdout)
     assert best["is_default"] is True
+
+
+def _claimed(trial, rounds, scores):
+    from autotune.confirm import Candidate
+
+    return Candidate(trial=trial, params={}, round_scores=list(scores), round_index=list(rounds),
+                     mean=sum(scores) / len(scores), verdict=CLAIMED)
+
+
+def test_claimed_candidates_race_until_told_apart_or_as_good_as_the_leader():
+    from autotune.confirm import racing
+
+    policy = ConfirmPolicy()
+    leader = _claimed(1, range(5), [-0.20, -0.22, -0.18, -0.21, -0.19])
+    close = _claimed(2, range(5), [-0.19, -0.23, -0.16, -0.22, -0.17])  # undecided
+    behind = _claimed(3, range(5), [-0.10, -0.12, -0.08, -0.11, -0.09])  # surely slower
+    same = _claimed(4, range(5), [-0.2005, -0.2195, -0.1805, -0.2095, -0.1905])  # surely within 1%
+    assert racing([leader, close, behind], policy) == [leader, close]
+    assert racing([leader, behind, same], policy) == []
+    assert racing([leader], policy) == []
+
+
+def test_one_default_launch_per_block_and_round_serves_every_candidate():
+    """Three candidates, two rounds (the fewest) of two blocks: 4 default launches, not 12."""
+    from autotune.benchmarks import Mpi4pyBenchmark
+    from autotune.confirm import confirm
+    from autotune.launch import LocalLauncher, StaticPool
+    from autotune.launch._replay import ReplayExecutor
+    from autotune.measure import MeasurementPlan, Measurer
+    from autotune.replay import replay_study
+    from autotune.space import LaunchSettings
+
+    grid = read_grid(ROOT / "docs/grids/allreduce-1n2p-imb.csv")
+    _, study = replay_study(grid, "random", budget=6, seed=1)
+    trials = [t for t in study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+              if t.params.get("pml") != "unset" or t.number > 0][:3]
+    assert len(trials) == 3
+    executor = ReplayExecutor(grid, seed=0)
+    plan = MeasurementPlan(collective="replay", nodes=1, ppn=2, sizes=grid.sizes, repetitions=5,
+                           stages=2, time_per_size=0.0)
+    measurer = Measurer(plan, None, Mpi4pyBenchmark(), executor=executor)
+    confirm(study, measurer.on(StaticPool(LocalLauncher(mpirun="replay"), 1, 1).acquire()),
+            LaunchSettings(), {s: 1 / len(grid.sizes) for s in grid.sizes}, trials,
+            ConfirmPolicy(min_rounds=1, max_rounds=1), seed=0, default_params={})
+    assert executor.cost.default_launches == 4 and executor.cost.launches == 16

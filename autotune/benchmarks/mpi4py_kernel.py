@@ -8,6 +8,12 @@ reduced over ranks (max, min, avg). Rank 0 prints one JSON line per record, pref
 ``AUTOTUNE ``. Any exception on any rank aborts the whole job, so a failing configuration never
 hangs.
 
+The timed loop times each call alone and runs a barrier after it, outside the timed part, as
+IMB-MPI1 does (IMB_allreduce & co. with its default -sync 1). Calls run back to back instead
+let one rank start the next call while the other still finishes the last one: an algorithm
+whose ranks finish at different times (recursive doubling's local reduction) then read up to a
+quarter faster at 256 KiB-1 MiB than IMB reads it, and the search favoured it for that.
+
 Correct answers. Once per size, outside the timed loop, the buffers hold known rank-dependent
 values and the result of one call is compared with what it must be (reductions of small
 integers in float32 are exact); ranks agree on the verdict, and on a mismatch rank 0 prints a
@@ -15,16 +21,13 @@ integers in float32 are exact); ranks agree on the verdict, and on a mismatch ra
 stops and exits 0: the parser turns the record into a failed launch (reason ``wrong-result``).
 
 Fidelity (docs/kernel-fidelity.md). The timed loop does no Python work per call beyond the call
-itself: the bound method and the buffer specifications are prepared once and held in fast
-locals (`repeat`), which saves about 0.1 us per call against a lambda building its buffer
-specifications. Two per-call overheads are measured once per launch and reported (``overhead``
-record): the empty loop (the same loop calling a no-op function of the same arity, about
-0.033 us here, the same to 1 ns from launch to launch on a quiet machine, 0.029-0.035 us
-under load), which is subtracted from every time per call; and the same call on MPI.COMM_SELF
-with 1-element buffers (about 0.32 us: mpi4py's argument processing plus a trivial MPI call),
-which is not: it includes MPI work that IMB pays too, it over-corrects (the kernel would read
-below IMB at 8 B), and it moves with the machine's load. What remains is about 0.2-0.4 us per
-call above IMB up to 256 B. Large sizes: buffers are touched before use, the warm-up is a
+and two clock reads: the bound method and the buffer specifications are prepared once and held
+in fast locals (`timed`). What Python adds to each call is measured once per launch with the
+same timed loop around the same call on MPI.COMM_SELF with empty buffers (mpi4py's argument
+processing, the clock reads, MPI's entry checks and its return for a count of 0: about 0.3 us
+here) and subtracted from every time per call (``overhead`` record, `self_call_us`; `loop_us`
+is the same loop around a no-op function, for comparison). Without it, a configuration 20%
+faster in IMB at 8 B read about 12% faster in the kernel. Large sizes: buffers are touched before use, the warm-up is a
 quarter of the repetitions (at least 10 calls, at most all of them), and buffers are reused as IMB does without
 -off_cache; their launch-to-launch spread is larger than the spread inside one launch, so more
 launches help there, not more repetitions.
@@ -84,6 +87,7 @@ LOAD_FIT_RUNS = 5  # timed runs of the load per correction of its length (the me
 NBC_COST_PER_REP = 5  # an NBC repetition: start+wait, start+load+wait, 2 barriers (~5 calls)
 
 Loop = Callable[[int], None]
+TimedLoop = Callable[[int], float]  # n calls, each timed alone; returns the sum of their times
 
 
 def repeat(f: Callable[..., object], args: tuple) -> Loop:
@@ -104,6 +108,50 @@ def repeat(f: Callable[..., object], args: tuple) -> Loop:
             for _ in range(n):
                 f(a, b, c, d)
         return loop4
+    raise ValueError(f"no loop for {len(args)} arguments")
+
+
+def _noop0() -> None:
+    pass
+
+
+def timed(f: Callable[..., object], args: tuple, barrier: Callable[[], object] = _noop0,
+          wtime: Callable[[], float] = MPI.Wtime) -> TimedLoop:
+    """A function running `f(*args)` n times, each call timed alone and followed by an untimed
+    `barrier()` (IMB's way), returning the sum of the calls' times. Arguments sit in fast
+    locals, as in `repeat`."""
+    if len(args) == 2:
+        def timed2(n: int, f=f, a=args[0], b=args[1], sync=barrier, clock=wtime) -> float:
+            total = 0.0
+            for _ in range(n):
+                t0 = clock()
+                f(a, b)
+                total += clock() - t0
+                sync()
+            return total
+        return timed2
+    if len(args) == 3:
+        def timed3(n: int, f=f, a=args[0], b=args[1], c=args[2], sync=barrier,
+                   clock=wtime) -> float:
+            total = 0.0
+            for _ in range(n):
+                t0 = clock()
+                f(a, b, c)
+                total += clock() - t0
+                sync()
+            return total
+        return timed3
+    if len(args) == 4:
+        def timed4(n: int, f=f, a=args[0], b=args[1], c=args[2], d=args[3], sync=barrier,
+                   clock=wtime) -> float:
+            total = 0.0
+            for _ in range(n):
+                t0 = clock()
+                f(a, b, c, d)
+                total += clock() - t0
+                sync()
+            return total
+        return timed4
     raise ValueError(f"no loop for {len(args)} arguments")
 
 
@@ -147,6 +195,7 @@ class Collective:
     recv: np.ndarray
     loop: Loop
     collective: str = ""  # as asked for: iallreduce for a non-blocking allreduce
+    timed: TimedLoop | None = None  # a blocking collective's IMB-style timed loop
     start: Callable[..., MPI.Request] | None = None
     args: tuple = ()
 
@@ -162,7 +211,8 @@ class Collective:
         f, args = call_args(comm, collective, send, recv)
         if is_nonblocking(collective):
             return cls(base, comm, size, send, recv, repeat_wait(f, args), collective, f, args)
-        return cls(base, comm, size, send, recv, repeat(f, args), collective)
+        return cls(base, comm, size, send, recv, repeat(f, args), collective,
+                   timed=timed(f, args, comm.Barrier))
 
 
 # ---- correctness --------------------------------------------------------------------------
@@ -263,22 +313,21 @@ def check(c: Collective, corrupt_on: int | None) -> dict | None:
 # ---- timing -------------------------------------------------------------------------------
 
 def time_size(c: Collective, budget: float, min_iters: int, max_iters: int,
-              loop_overhead: float = 0.0) -> tuple[float, float, float, int]:
-    """Return (t_max, t_min, t_avg) seconds per call over ranks, less the empty loop's cost
-    per call (`loop_overhead`, seconds), and the repetition count."""
-    comm, loop = c.comm, c.loop
+              call_overhead: float = 0.0) -> tuple[float, float, float, int]:
+    """Return (t_max, t_min, t_avg) seconds per call over ranks, less what Python adds to a
+    call (`call_overhead`, seconds), and the repetition count."""
+    comm, timed_loop = c.comm, c.timed
+    assert timed_loop is not None
     comm.Barrier()
     start = MPI.Wtime()
-    loop(3)
+    timed_loop(3)  # with the barriers: what a repetition costs in wall time
     estimate = comm.allreduce((MPI.Wtime() - start) / 3, op=MPI.MAX)
     iters = int(min(max_iters, max(min_iters, budget / max(estimate, 1e-7))))
-    loop(min(iters, max(MIN_WARMUP, int(WARMUP_FRACTION * iters))))  # within the budget
+    timed_loop(min(iters, max(MIN_WARMUP, int(WARMUP_FRACTION * iters))))  # within the budget
     comm.Barrier()
-    start = MPI.Wtime()
-    loop(iters)
-    per_call = (MPI.Wtime() - start) / iters
-    if per_call > 2 * loop_overhead:  # always, for a real call; never a negative time
-        per_call -= loop_overhead
+    per_call = timed_loop(iters) / iters
+    if per_call > 2 * call_overhead:  # always, for a real call; never a negative time
+        per_call -= call_overhead
     t_max = comm.reduce(per_call, op=MPI.MAX, root=0)
     t_min = comm.reduce(per_call, op=MPI.MIN, root=0)
     t_sum = comm.reduce(per_call, op=MPI.SUM, root=0)
@@ -414,26 +463,26 @@ def _noop4(a: object, b: object, c: object, d: object) -> None:
 NOOPS = {2: _noop2, 3: _noop3, 4: _noop4}
 
 
-def per_call(comm: MPI.Comm, loop: Loop, calls: int = OVERHEAD_CALLS) -> list[float]:
-    """Seconds per call of `loop`, in batches (the slowest rank's time of each batch)."""
+def per_call(comm: MPI.Comm, loop: TimedLoop, calls: int = OVERHEAD_CALLS) -> list[float]:
+    """Seconds per call of a timed loop, in batches (the slowest rank's time of each batch)."""
     times = []
     for _ in range(OVERHEAD_BATCHES):
         comm.Barrier()
-        start = MPI.Wtime()
-        loop(calls)
-        times.append(comm.allreduce((MPI.Wtime() - start) / calls, op=MPI.MAX))
+        times.append(comm.allreduce(loop(calls) / calls, op=MPI.MAX))
     return times
 
 
 def overheads(comm: MPI.Comm, collective: str) -> dict:
-    """What a call costs besides MPI's work, in us (median and spread of the batches): the empty
-    loop (a no-op of the same arity) and the same call on MPI.COMM_SELF with 1-element buffers."""
+    """What Python adds to a call, in us (median and spread of the batches), measured with the
+    timed loop of the blocking collective: around a no-op of the same arity (`loop`), and around
+    the same call on MPI.COMM_SELF with empty buffers (`self_call`: argument processing, clock
+    reads, MPI's entry and its return for a count of 0; subtracted from every time per call)."""
     collective = blocking_of(collective)  # a non-blocking collective: its blocking one's costs
     dtype = np.float32 if collective in ("allreduce", "reduce") else np.uint8
-    send, recv = np.ones(1, dtype=dtype), np.zeros(1, dtype=dtype)
+    send, recv = np.zeros(0, dtype=dtype), np.zeros(0, dtype=dtype)
     f, args = call_args(MPI.COMM_SELF, collective, send, recv if collective != "bcast" else send)
     record: dict = {"kind": "overhead"}
-    for name, loop in (("loop", repeat(NOOPS[len(args)], args)), ("self_call", repeat(f, args))):
+    for name, loop in (("loop", timed(NOOPS[len(args)], args)), ("self_call", timed(f, args))):
         loop(100)
         times = per_call(comm, loop, OVERHEAD_CALLS if name == "loop" else OVERHEAD_CALLS // 4)
         record[f"{name}_us"] = float(np.median(times)) * 1e6
@@ -465,7 +514,7 @@ def run(args: argparse.Namespace) -> None:
     overhead = overheads(comm, args.collective)
     if rank == 0:
         emit(overhead)
-    loop_overhead = overhead["loop_us"] * 1e-6
+    call_overhead = overhead["self_call_us"] * 1e-6
     load = CpuLoad.calibrate() if is_nonblocking(args.collective) else None
     corrupt_on = corrupt_rank()
     sizes = list(args.sizes)
@@ -486,12 +535,12 @@ def run(args: argparse.Namespace) -> None:
                 emit(record)
             continue
         t_max, t_min, t_avg, iters = time_size(c, args.time_per_size, args.min_iters,
-                                               args.max_iters, loop_overhead)
+                                               args.max_iters, call_overhead)
         del c
         if rank == 0:
             emit({"kind": "size", "size": size, "iters": iters, "t_max_us": t_max * 1e6,
                   "t_min_us": t_min * 1e6, "t_avg_us": t_avg * 1e6,
-                  "loop_overhead_us": overhead["loop_us"]})
+                  "overhead_us": overhead["self_call_us"]})
     comm.Barrier()
     if rank == 0 and any(os.environ.get(name, "").strip() == "1" for name in POISON_VARIABLES):
         emit({"kind": "size", "size": sizes[0], "iters": 10**400, "t_max_us": 1.0,

@@ -90,7 +90,7 @@ def _budgets(_ctx, _param, value: str) -> list[int]:
 
 @bench.command("strategies")
 @click.option("--grid", "grid_path", type=click.Path(dir_okay=False, exists=True), required=True)
-@click.option("--strategy", "strategies", default="tpe,random,grid", show_default=True,
+@click.option("--strategy", "strategies", default="screen,staged,tpe,random,grid", show_default=True,
               callback=_names)
 @click.option("--budget", "budgets", default="10,20,40,80", show_default=True,
               callback=_budgets, help="trials per run")

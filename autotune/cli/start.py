@@ -11,7 +11,7 @@ from ..benchmarks import ALL_COLLECTIVES, BENCHMARKS
 from ..errors import AutotuneError, InputError
 from ..objective import OBJECTIVES
 from ..session import DEFAULT_SIZES, DEFAULT_SPACE
-from ..strategy import STRATEGIES
+from ..strategy import DEFAULT_STRATEGY, STRATEGIES
 from . import render
 from .models import BackgroundStart, Message, StatusReport
 from .options import (
@@ -50,9 +50,12 @@ from .options import (
                    f"[default: {DEFAULT_SIZES}, or the weights file's sizes]")
 @click.option("--weights", "weights_file", metavar="FILE",
               help="YAML/CSV mapping message size -> weight (e.g. from an application profile)")
-@click.option("--strategy", type=click.Choice(STRATEGIES), default="tpe", show_default=True,
-              help="how configurations are proposed: tpe (Bayesian, with pruning), random, or "
-                   "grid (every configuration once, then the run ends)")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=DEFAULT_STRATEGY,
+              show_default=True,
+              help="how configurations are proposed: screen (each knob alone from the untuned "
+                   "stack, then a model of main effects and pairs; losers raced out), tpe "
+                   "(Optuna's TPE, Wilcoxon pruning), random, grid (every configuration once), "
+                   "staged (the manual staged sweep, as a yardstick); docs/strategies.md")
 @click.option("--benchmark", type=click.Choice(BENCHMARKS), default="mpi4py", show_default=True,
               help="what times the collective: the mpi4py kernel shipped with autotune, or "
                    "IMB-MPI1 (Intel MPI Benchmarks)")
@@ -72,10 +75,10 @@ from .options import (
                    "launch")
 @click.option("--time-per-size", type=float, default=0.02, show_default=True,
               callback=positive_float, help="seconds of timed loop per size and launch")
-@click.option("--baseline-every", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--baseline-every", type=click.IntRange(min=1), default=None,
               help="one launch of the default config per this many candidate launches of a size "
-                   "block; each candidate launch is divided by the default launch nearest before "
-                   "it")
+                   "block (of different trials); each candidate launch is divided by the default "
+                   "launch nearest before it  [default: 3 with screen, else 1]")
 @click.option("--prune/--no-prune", default=True, show_default=True,
               help="stop losing configurations early (Wilcoxon test against the best trial)")
 @click.option("--prune-after", type=click.IntRange(min=2), default=4, show_default=True,

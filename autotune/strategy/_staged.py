@@ -15,6 +15,7 @@ import optuna
 from optuna.trial import TrialState
 
 from ._base import Strategy
+from ._planned import PlannedSampler
 
 if TYPE_CHECKING:
     from ..space import SearchSpace, TrialContext
@@ -23,28 +24,12 @@ STAGES = (("pml", "UCX_TLS", "UCX_RNDV_THRESH", "UCX_RNDV_THRESH_INTRA", "UCX_RN
           ("UCX_ZCOPY_THRESH",))  # then every other knob
 
 
-class _PlannedSampler(optuna.samplers.BaseSampler):
-    """Gives each asked parameter the planned value (the strategy sets the plan per trial)."""
-
-    def __init__(self) -> None:
-        self.plan: dict[str, Any] = {}
-
-    def infer_relative_search_space(self, study, trial):  # noqa: ANN001 - Optuna's hooks
-        return {}
-
-    def sample_relative(self, study, trial, search_space):  # noqa: ANN001
-        return {}
-
-    def sample_independent(self, study, trial, param_name, param_distribution):  # noqa: ANN001
-        return self.plan[param_name]
-
-
 class StagedStrategy(Strategy):
     name = "staged"
 
     def __init__(self, seed: int | None = None) -> None:
         self.seed = seed
-        self._sampler = _PlannedSampler()
+        self._sampler = PlannedSampler()
         self._done = False
         self.fixed: dict[str, Any] = {}
 

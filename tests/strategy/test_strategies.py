@@ -29,9 +29,10 @@ def test_grid_proposes_every_conditional_configuration_once_then_is_exhausted():
     assert strategy.exhausted()
 
 
-@pytest.mark.parametrize("name", [n for n in STRATEGIES if n != "staged"])
+@pytest.mark.parametrize("name", [n for n in STRATEGIES if n not in ("staged", "screen")])
 def test_every_sampling_strategy_runs_under_ask_and_tell(name):
-    """(staged proposes through Strategy.suggest over a space: tests/test_replay.py)"""
+    """(staged and screen propose through Strategy.suggest over a space: tests/test_replay.py,
+    tests/strategy/test_screen.py)"""
     strategy = make_strategy(name, seed=1)
     assert strategy.name == name and len(ask_tell(strategy, 6)) >= 3
 

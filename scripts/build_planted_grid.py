@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Build a large replay grid from a real one: every recorded launch kept, three more knobs planted
+with documented effects, the way most knobs of a real space behave (dead, or acting only in a
+size band and only with some other setting). A replay of it compares strategies on a space of
+thousands of configurations; it is made of real launches, and it claims nothing about a machine.
+
+The planted knobs (`planted_*`, named so that nobody mistakes them for MPI settings):
+- planted_dead: values 0 (unset), 1. Dead: a value's launch of pass p is the base
+  configuration's launch of pass p+1 (a real launch of the same settings at another time, so a
+  dead knob looks as noisy as one does on a real machine);
+- planted_band: values 0 (unset), 1, 2. 1: sizes from 64 KiB up `--band-gain` faster, only where
+  pml=ucx (an interaction; elsewhere dead, as 0); 2: sizes up to 256 B `--small-loss` slower,
+  everywhere;
+- planted_pair: values 0 (unset), 1. 1: sizes of 4-32 KiB `--pair-gain` faster, only with the
+  collective's coll_tuned algorithm left to Open MPI (unset); with a forced algorithm, the same
+  sizes `--pair-gain` slower.
+A planted value other than 0 re-uses its dead twin's launches (pass p+1) before the planted
+factor is applied, so every configuration has its own noise. The untuned default stays the base
+grid's default row.
+
+    .venv/bin/python scripts/build_planted_grid.py docs/grids/allreduce-large-1n2p-imb.csv \\
+        -o docs/grids/allreduce-planted-1n2p-imb.parquet
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from autotune.storage._grid import FIXED_COLUMNS, Config, Grid, read_grid  # noqa: E402
+
+KNOBS = {"planted_dead": ("", "1"), "planted_band": ("", "1", "2"), "planted_pair": ("", "1")}
+
+
+def factor(base: Config, planted: dict[str, str], size: int, args: argparse.Namespace) -> float:
+    """Time multiplier of the planted values at one size of a base configuration."""
+    settings = dict(base)
+    f = 1.0
+    band = planted.get("planted_band", "")
+    if band == "1" and settings.get("pml") == "ucx" and size >= 64 * 1024:
+        f /= args.band_gain
+    if band == "2" and size <= 256:
+        f *= args.small_loss
+    if planted.get("planted_pair", "") == "1" and 4096 <= size <= 32768:
+        algorithm = next((v for k, v in base if k.endswith("_algorithm")), "")
+        f = f / args.pair_gain if algorithm in ("", "0") else f * args.pair_gain
+    return f
+
+
+def build(grid: Grid, args: argparse.Namespace) -> pd.DataFrame:
+    passes = grid.passes
+    rows = []
+    names = list(KNOBS)
+    for base, by_pass in sorted(grid.t_us.items()):
+        for values in itertools.product(*KNOBS.values()):
+            planted = {k: v for k, v in zip(names, values) if v}
+            shift = 1 if planted else 0  # a setting that differs is another launch of the base
+            for i, pass_ in enumerate(passes):
+                source = passes[(i + shift) % len(passes)]
+                if source not in by_pass:
+                    continue
+                start = grid.started.get((base, source), 0.0)
+                for size, t in sorted(by_pass[source].items()):
+                    rows.append({"pass": pass_, "start": start, "size": size,
+                                 "t_us": round(t * factor(base, planted, size, args), 4),
+                                 **{k: dict(base).get(k, "") for k in grid.knobs},
+                                 **{k: planted.get(k, "") for k in names}})
+    frame = pd.DataFrame(rows)
+    return frame[[*FIXED_COLUMNS, *grid.knobs, *names]]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("base", type=Path, help="a real grid (.csv or .parquet)")
+    parser.add_argument("-o", "--output", type=Path, required=True, help=".csv or .parquet")
+    parser.add_argument("--band-gain", type=float, default=1.06)
+    parser.add_argument("--small-loss", type=float, default=1.04)
+    parser.add_argument("--pair-gain", type=float, default=1.03)
+    args = parser.parse_args()
+    grid = read_grid(args.base)
+    frame = build(grid, args)
+    if args.output.suffix == ".parquet":
+        frame.to_parquet(args.output, index=False)
+    else:
+        frame.to_csv(args.output, index=False)
+    configs = len(grid.t_us) * len(list(itertools.product(*KNOBS.values())))
+    print(f"{args.output}: {configs} configurations x {len(grid.passes)} passes, "
+          f"{len(frame)} rows")
+
+
+if __name__ == "__main__":
+    main()

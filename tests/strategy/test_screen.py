@@ -1,0 +1,120 @@
+"""The screen strategy on replayed grids: it screens one knob at a time from the default (pml
+first, the knobs pml=ucx switches on right after it when it looks good), races losers out after
+one round, proposes from its model once screening is done, and picks confirmation candidates by
+the model's posterior mean; the controller shares a default launch between trials, never
+within one."""
+from __future__ import annotations
+
+import numpy as np
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from autotune.replay import replay_once, replay_study
+from autotune.space import Parameter, SearchSpace, TrialContext
+from autotune.storage import TrialRecord
+from autotune.storage._grid import config_key, read_grid
+from autotune.strategy import ScreenStrategy
+from autotune.strategy._surrogate import Features, Pool, fit
+from tests.grids import OPTIMUM, write_synthetic
+
+
+@pytest.fixture
+def grid(tmp_path):
+    path = tmp_path / "synthetic.csv"
+    write_synthetic(path)
+    return read_grid(path)
+
+
+def changed(params: dict) -> dict:
+    return {k: v for k, v in params.items() if v not in ("unset", "all")}
+
+
+def test_screening_changes_one_knob_at_a_time_pml_first_then_what_pml_ucx_switches_on(grid):
+    _, study = replay_study(grid, "screen", budget=8, seed=0)
+    trials = sorted(study.trials, key=lambda t: t.number)
+    assert TrialRecord.from_trial(trials[0]).is_default
+    proposals = [changed(t.params) for t in trials[1:8]]
+    assert proposals[0] == {"pml": "ucx"}  # pml before the algorithm
+    # pml=ucx is faster here, so the UCX knobs are screened from it next, one at a time
+    assert proposals[1:3] == [{"pml": "ucx", "UCX_TLS": "self,sm"},
+                              {"pml": "ucx", "UCX_TLS": "self,tcp"}]
+    assert proposals[3:6] == [{"coll_tuned_allreduce_algorithm": a} for a in ("1", "2", "3")]
+
+
+def test_losers_stop_after_one_round_and_the_default_after_two(grid):
+    _, study = replay_study(grid, "screen", budget=8, seed=0)
+    by_params = {config_key(t.params): t for t in study.trials}
+    tcp = by_params[(("UCX_TLS", "self,tcp"), ("pml", "ucx"))]  # 3x slower
+    assert tcp.state == TrialState.PRUNED and len(tcp.intermediate_values) == 2  # 2 blocks
+    default = next(t for t in study.trials if TrialRecord.from_trial(t).is_default)
+    assert default.state == TrialState.COMPLETE and len(default.intermediate_values) == 4
+    winner = by_params[(("pml", "ucx"),)]
+    assert winner.state == TrialState.COMPLETE and len(winner.intermediate_values) == 10
+
+
+def test_a_default_launch_serves_several_trials_but_never_two_launches_of_one(grid):
+    _, study = replay_study(grid, "screen", budget=12, seed=2)
+    users: dict[int, list[int]] = {}
+    for t in study.trials:
+        record = TrialRecord.from_trial(t)
+        ids = list(record.baseline_ids)
+        assert len(ids) == len(set(ids)), f"trial {t.number} paired twice with one default launch"
+        for i in ids:
+            users.setdefault(i, []).append(t.number)
+    assert max(len(v) for v in users.values()) >= 2  # shared across trials
+    assert max(len(v) for v in users.values()) <= ScreenStrategy.baseline_every
+
+
+def test_finds_the_optimum_for_less_than_the_staged_sweep(grid):
+    screen = [replay_once(grid, "screen", budget=20, seed=s) for s in range(3)]
+    staged = [replay_once(grid, "staged", budget=40, seed=s) for s in range(3)]
+    assert all(r.reported == OPTIMUM for r in screen)
+    assert max(r.size_launches for r in screen) < min(r.size_launches for r in staged)
+
+
+def test_after_screening_the_model_proposes_the_unmeasured_combination_of_good_main_effects():
+    """Two knobs, each good alone: the model predicts their combination best, unmeasured."""
+    params = (Parameter("a", "mca", "categorical", "0", choices=("0", "1", "2")),
+              Parameter("b", "mca", "categorical", "0", choices=("0", "1", "2")))
+    space = SearchSpace("t", "", "any", (), params)
+    pool = Pool(space, TrialContext("allreduce"), {}, seed=0)
+    features = Features(pool.knobs, pool.codes())
+    measured = {("0", "0"): 0.0, ("1", "0"): -0.2, ("2", "0"): 0.1, ("0", "1"): -0.15,
+                ("0", "2"): 0.05}
+    rows = [pool.add({"a": a, "b": b}) for a, b in measured]
+    fitted = fit(features.matrix(pool.codes(rows)), np.array(list(measured.values())),
+                 np.full(len(rows), 5.0))
+    means = fitted.mean(features.matrix(pool.codes()))
+    best = pool.configs[int(np.argmin(means))]
+    assert best == {"a": "1", "b": "1"}
+    assert fitted.draw(features.matrix(pool.codes()), np.random.default_rng(0)).shape == (9,)
+
+
+def test_a_resumed_study_keeps_its_evidence_and_does_not_screen_again(grid):
+    _, study = replay_study(grid, "screen", budget=6, seed=0)
+    strategy = ScreenStrategy(seed=0)
+    from autotune.replay import CONTEXT
+    from autotune.launch._replay import space_from_grid
+    from autotune.strategy import SearchSetup
+
+    space = space_from_grid(grid)
+    sizes = grid.sizes
+    setup = SearchSetup(study=study, space=space, ctx=CONTEXT, context_values={},
+                        default_params=space.defaults(CONTEXT),
+                        blocks=(sizes[:3], sizes[3:]), weights={s: 1 / len(sizes) for s in sizes},
+                        repetitions=5)
+    strategy.bind(setup)
+    measured = {config_key(t.params) for t in study.trials
+                if t.state in (TrialState.COMPLETE, TrialState.PRUNED)}
+    assert {config_key(m.params) for m in strategy.measured.values()} == measured
+    queued = {config_key(p) for p in strategy.queue}
+    assert not queued & measured
+
+
+def test_no_race_measures_every_proposal_in_full(grid):
+    from autotune.strategy import make_strategy
+
+    assert not make_strategy("screen", prune=False).race
+    strategy = ScreenStrategy(seed=0, race=False)
+    assert strategy.after_launch(optuna.create_study().ask(), False) == "continue"
