@@ -11,8 +11,9 @@ shifts (they last minutes), and the default costs one launch per round, not one 
   is not faster by `min_gain` (futility) or once it is surely slower;
 - every interval is simultaneous over the candidates and the looks (Bonferroni): picking the best
   of several noisy candidates, or looking again until something shows, does not buy a false claim.
-The winner is the claimed candidate (interval entirely faster than the default) with the best mean.
-When several are claimed, they race for it: the leader and each claimed candidate whose difference
+The winner is the claimed candidate (interval entirely faster than the default) faster than the
+most other claimed ones by the median of their paired round differences (see `leader`). When
+several are claimed, they race for it: the leader and each claimed candidate whose difference
 to it, paired round by round, is neither surely positive nor surely smaller than `min_gain`, get
 more rounds at the next looks (up to `max_rounds`), so that near-ties are settled on more evidence
 than five rounds, and rounds are not spent on candidates already told apart.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -42,7 +44,7 @@ CLAIMED = "faster"  # interval entirely below 0: faster than the default beyond 
 NOT_FASTER = "not faster"  # interval says the gain is below min_gain, or it is slower
 UNDECIDED = "undecided"  # rounds or time ran out first
 FAILED = "failed"
-TRIM = 0.2  # share of rounds cut on each side when picking the winner among claimed candidates
+TRIM = 0.2  # share of rounds cut on each side of a candidate's trimmed mean (ties of `leader`)
 
 
 @dataclass(frozen=True)
@@ -222,7 +224,7 @@ def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSet
     if not stopped and any(c.open for c in candidates):
         stopped = f"{policy.max_rounds} rounds: the most allowed"
     claimed = [c for c in candidates if c.verdict == CLAIMED and c.mean is not None]
-    best = min(claimed, key=typical).trial if claimed else None
+    best = leader(claimed).trial if claimed else None
     result = Confirmation(rounds=done, candidates=candidates, best_trial=best,
                           finished=time.time(), confidence=policy.confidence, family=family,
                           looks=looks, stopped=stopped if any(c.open for c in candidates) else "")
@@ -231,14 +233,32 @@ def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSet
 
 
 def typical(cand: Candidate) -> float:
-    """A candidate's typical round score, for picking the winner among claimed ones: the mean
-    of its rounds without the fifth on either side (scipy's trimmed mean), so that one bad
-    round of the best (a disturbed minute) does not hand the win to a lucky neighbour."""
+    """A candidate's typical round score: the mean of its rounds without the fifth on either
+    side (scipy's trimmed mean); the tie-break of `leader`."""
     return float(stats.trim_mean(cand.round_scores, TRIM)) if cand.round_scores else math.inf
 
 
+def paired_median(a: Candidate, b: Candidate) -> float | None:
+    """The median over their common rounds of a's score less b's (negative: a is faster), or
+    None without a common round. Both were measured against the same default launch, seconds
+    apart, so the machine's level cancels; the median keeps one disturbed round (or one bad
+    level of the best) from deciding."""
+    mine = dict(zip(b.round_index, b.round_scores))
+    diffs = [s - mine[r] for r, s in zip(a.round_index, a.round_scores) if r in mine]
+    return statistics.median(diffs) if diffs else None
+
+
+def leader(claimed: list[Candidate]) -> Candidate:
+    """The winner among claimed candidates: the one faster than the most others by the median
+    of their paired differences; ties go to the best trimmed mean."""
+    def wins(cand: Candidate) -> int:
+        return sum(1 for other in claimed if other is not cand
+                   and (paired_median(cand, other) or 0.0) < 0)
+    return min(claimed, key=lambda c: (-wins(c), typical(c)))
+
+
 def racing(candidates: list[Candidate], policy: ConfirmPolicy) -> list[Candidate]:
-    """The claimed candidates still racing for the win: the leader (best mean) and every claimed
+    """The claimed candidates still racing for the win: the leader (see `leader`) and every claimed
     one whose round-by-round difference to it is neither surely positive (the leader is faster)
     nor surely within `min_gain` either way (as good as the leader); none when nothing is left to
     settle."""
@@ -246,12 +266,12 @@ def racing(candidates: list[Candidate], policy: ConfirmPolicy) -> list[Candidate
                and not c.failed]
     if len(claimed) < 2:
         return []
-    leader = min(claimed, key=typical)
-    mine = dict(zip(leader.round_index, leader.round_scores))
+    first = leader(claimed)
+    mine = dict(zip(first.round_index, first.round_scores))
     gain = math.log1p(policy.min_gain)
     chasing = []
     for cand in claimed:
-        if cand is leader:
+        if cand is first:
             continue
         diffs = [score - mine[r] for r, score in zip(cand.round_index, cand.round_scores)
                  if r in mine]
@@ -262,7 +282,7 @@ def racing(candidates: list[Candidate], policy: ConfirmPolicy) -> list[Candidate
         if interval.low > 0 or (-gain < interval.low and interval.high < gain):
             continue  # told apart from the leader, or as good as it
         chasing.append(cand)
-    return [leader, *chasing] if chasing else []
+    return [first, *chasing] if chasing else []
 
 
 def no_candidate(study: optuna.Study, policy: ConfirmPolicy) -> Confirmation:

@@ -1,15 +1,20 @@
 """`autotune grid record`: measure every configuration of a small, finite space, in passes, each
 pass in a fresh random order with the untuned default in it, into a grid file (storage._grid).
 
-A pass is the unit of time-correlated noise: the machine moves between latency levels over
-minutes, so a replay pairs a candidate with the default of the same pass. Rows are appended and
-flushed launch by launch; a killed recording resumes where it stopped (same order, nothing lost,
-nothing measured twice).
+The `pass` of a row is the unit of pairing: the machine moves between latency levels over
+minutes (3x at small sizes here), so a replay pairs a candidate with the default of the same
+pass. With `default_every` K, each pass over the configurations measures the default again
+before every K of them, and each such group is a pass of its own (pass id = round x groups +
+group): every configuration is then paired with a default launch seconds before it, as in a
+study, also in a space whose full pass takes many minutes. Without it, the default is measured
+once per pass, somewhere in it. Rows are appended and flushed launch by launch; a killed
+recording resumes where it stopped (same order, nothing lost, nothing measured twice).
 """
 
 from __future__ import annotations
 
 import fcntl
+import math
 import os
 import random
 from collections.abc import Callable
@@ -62,9 +67,11 @@ class RecordProgress:
 
 def record(output: Path, space: SearchSpace, ctx: TrialContext, context_values: dict[str, Any],
            plan: MeasurementPlan, measurer: Measurer, passes: int, seed: int,
-           on_launch: Callable[[int, int, GridConfig, str], None] | None = None) -> RecordProgress:
+           on_launch: Callable[[int, int, GridConfig, str], None] | None = None,
+           default_every: int = 0) -> RecordProgress:
     """Record `passes` passes into `output` (CSV rows appended; .parquet written at the end from
-    a .partial.csv beside it). `measurer` is bound to the node group to use."""
+    a .partial.csv beside it). `measurer` is bound to the node group to use; `default_every`:
+    see the module's docstring (0: once per pass)."""
 
     knobs, configs = grid_configs(space, ctx, context_values)
     csv_path = output if output.suffix == ".csv" else output.with_suffix(".partial.csv")
@@ -78,27 +85,53 @@ def record(output: Path, space: SearchSpace, ctx: TrialContext, context_values: 
             raise InputError(f"{output} is being recorded by another process") from None
         try:
             return _record_locked(output, csv_path, knobs, configs, space, ctx, plan, measurer,
-                                  passes, seed, on_launch)
+                                  passes, seed, on_launch, default_every)
         finally:
             lock_path.unlink(missing_ok=True)
 
 
+def schedule(configs: list[GridConfig], passes: int, seed: int,
+             default_every: int) -> list[list[tuple[int, GridConfig]]]:
+    """Per round over the configurations, the (pass id, configuration) launches in order, the
+    same for the same seed (a resumed recording follows it again)."""
+    default = next((c for c in configs if not c.key), None)
+    others = [c for c in configs if c.key]
+    groups = math.ceil(len(others) / default_every) if default_every > 0 else 1
+    rounds = []
+    for round_ in range(passes):
+        rng = random.Random(seed * 1000 + round_)
+        if default_every <= 0:
+            order = list(configs)
+            rng.shuffle(order)
+            rounds.append([(round_, c) for c in order])
+            continue
+        order = list(others)
+        rng.shuffle(order)
+        launches = []
+        for g in range(groups):
+            pass_id = round_ * groups + g
+            if default is not None:
+                launches.append((pass_id, default))
+            launches += [(pass_id, c) for c in order[g * default_every:(g + 1) * default_every]]
+        rounds.append(launches)
+    return rounds
+
+
 def _record_locked(output, csv_path, knobs, configs, space, ctx, plan, measurer, passes, seed,
-                   on_launch) -> RecordProgress:  # noqa: ANN001 - record()'s own arguments
+                   on_launch, default_every) -> RecordProgress:  # noqa: ANN001 - record()'s
     """The recording itself, under the file's lock: resume, then pass after pass."""
     import pandas as pd
 
     done = _recorded(csv_path if csv_path.exists() else None, knobs, plan.sizes)
     progress = RecordProgress(resumed=len(done))
-    total = passes * len(configs)
+    plan_ = schedule(configs, passes, seed, default_every)
+    total = sum(len(r) for r in plan_)
     launch = PlannedLaunch(index=0, block=0, rep=0, sizes=plan.sizes)
     write_header = not csv_path.exists() or csv_path.stat().st_size == 0
     with open(csv_path, "a", newline="") as handle:
-        for pass_ in range(passes):
-            order = list(configs)
-            rng = random.Random(seed * 1000 + pass_)  # the same order when resumed
-            rng.shuffle(order)
-            for config in order:
+        for round_, launches in enumerate(plan_):
+            rng = random.Random(seed * 1000 + round_ + 7919)  # launch seeds, also when resumed
+            for pass_, config in launches:
                 if (config.key, pass_) in done:
                     continue
                 settings = space.settings(config.params, ctx)
@@ -159,8 +192,8 @@ def _label(key: Config) -> str:
 
 
 def record_with(options: Any, passes: int, output: Path, seed: int,
-                on_launch: Callable[[int, int, GridConfig, str], None] | None = None
-                ) -> tuple[RecordProgress, int]:
+                on_launch: Callable[[int, int, GridConfig, str], None] | None = None,
+                default_every: int = 0) -> tuple[RecordProgress, int]:
     """`grid record` from start-like options: the same checks, launcher, node probe and space
     resolution as `autotune start`; returns the progress and the number of configurations."""
     from .launch import make_pool
@@ -188,7 +221,7 @@ def record_with(options: Any, passes: int, output: Path, seed: int,
         group = pool.acquire()
         try:
             progress = record(output, resolved.space, ctx, resolved.context_values, plan,
-                              measurer.on(group), passes, seed, on_launch)
+                              measurer.on(group), passes, seed, on_launch, default_every)
         finally:
             pool.release(group)
         return progress, len(configs)

@@ -21,6 +21,7 @@ import random
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,7 +39,7 @@ from .probe import HostInfo
 from .space import SearchSpace, TrialContext
 from .storage import StudyConfig, TrialKey, params_key, quiet_optuna
 from .storage._grid import Config, Grid, config_key
-from .strategy import make_strategy
+from .strategy import Strategy, make_strategy
 from .warmstart import WarmConfig, to_params
 
 HOST = HostInfo(host="replay", cpu_model="replay", cores=1, mpi="replay", ucx="", python="")
@@ -161,13 +162,16 @@ def replay_once(grid: Grid, strategy: str, budget: int, seed: int,
     return replay_study(grid, strategy, budget, seed, settings, truth, warm)[0]
 
 
-def replay_study(grid: Grid, strategy: str, budget: int, seed: int,
+def replay_study(grid: Grid, strategy: str | Strategy, budget: int, seed: int,
                  settings: ReplaySettings = ReplaySettings(),
                  truth: dict[tuple, float] | None = None,
-                 warm: Sequence[Mapping[str, Any] | Any] = ()) -> tuple[ReplayRun, optuna.Study]:
-    """replay_once, and the study it ran (in memory). `warm`: configurations queued after the
-    default (trial 0), adapted to the grid's space (adapt_warm), so they are trials 1.. and count
-    against `budget` like any trial; the sampler proposes the rest."""
+                 warm: Sequence[Mapping[str, Any] | Any] = (),
+                 storage: str | None = None) -> tuple[ReplayRun, optuna.Study]:
+    """replay_once, and the study it ran (in memory, or in `storage`, an Optuna storage URL).
+    `strategy`: a name, or a Strategy built by the caller (instrumented, say). `warm`:
+    configurations queued after the default (trial 0), adapted to the grid's space
+    (adapt_warm), so they are trials 1.. and count against `budget` like any trial; the sampler
+    proposes the rest."""
     quiet_optuna()
     truth = truth or true_speedups(grid)
     space = space_from_grid(grid)
@@ -181,9 +185,10 @@ def replay_study(grid: Grid, strategy: str, budget: int, seed: int,
                            time_per_size=0.0)
     executor = ReplayExecutor(grid, seed)
     measurer = Measurer(plan, None, Mpi4pyBenchmark(), executor=executor)
-    chosen = make_strategy(strategy, seed=seed, prune_after=settings.prune_after,
-                           p_threshold=settings.p_threshold)
-    study = optuna.create_study(sampler=chosen.sampler(), pruner=chosen.pruner())
+    chosen = strategy if isinstance(strategy, Strategy) else make_strategy(
+        strategy, seed=seed, prune_after=settings.prune_after, p_threshold=settings.p_threshold)
+    study = optuna.create_study(sampler=chosen.sampler(), pruner=chosen.pruner(),
+                                storage=storage)
     controller = Controller(study, space, config, measurer, HOST,
                             pool=StaticPool(LocalLauncher(mpirun="replay"), 1, 1),
                             strategy=chosen, seed=seed, confirm_top=settings.confirm_top,
@@ -206,7 +211,7 @@ def replay_study(grid: Grid, strategy: str, budget: int, seed: int,
         ConfirmedOutcome(config=config_key(c.params), true_speedup=truth.get(config_key(c.params), 1.0),
                          verdict=c.verdict, rounds=len(c.round_scores))
         for c in (confirmation.candidates if confirmation else ()))
-    run = ReplayRun(strategy=strategy, budget=budget, seed=seed, reported=reported,
+    run = ReplayRun(strategy=chosen.name, budget=budget, seed=seed, reported=reported,
                     regret_pp=(oracle - truth.get(reported, 1.0)) * 100,
                     launches=executor.cost.launches, size_launches=executor.cost.size_launches,
                     default_reported=reported == (), candidates=candidates,
@@ -281,3 +286,33 @@ def aa_universe(grid: Grid, seed: int) -> Grid:
             for size in sizes:
                 universe.add(config, new_pass, size, grid.t_us[c][p][size], grid.started[(c, p)])
     return universe
+
+
+def plot_regret(figures: Sequence[StrategyFigures], path: Path, title: str) -> None:
+    """PNG: median regret against median size-launches, one line per strategy, labelled with
+    the budgets (a strategy run at one budget, the complete staged sweep, is one point)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for strategy in dict.fromkeys(f.strategy for f in figures):
+        mine = sorted((f for f in figures if f.strategy == strategy),
+                      key=lambda f: f.size_launches_median)
+        ax.plot([f.size_launches_median for f in mine], [f.regret_pp_median for f in mine],
+                marker="o", label=strategy)
+        for f in mine:
+            ax.annotate(str(f.budget), (f.size_launches_median, f.regret_pp_median),
+                        textcoords="offset points", xytext=(3, 3), fontsize=7)
+    ax.set_xlabel("size-launches (median over seeds)")
+    ax.set_ylabel("regret of the reported configuration (pp, median)")
+    ax.set_title(f"strategies replayed on {title} (labels: trials)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    try:
+        fig.savefig(path, dpi=120, bbox_inches="tight")
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)

@@ -20,25 +20,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import statistics
 import sys
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from _interleaved import Arm, run_rounds  # noqa: E402
 
 from autotune import objective  # noqa: E402
 from autotune.benchmarks import Mpi4pyBenchmark  # noqa: E402
 from autotune.benchmarks._imb import ImbBenchmark  # noqa: E402
 from autotune.launch import LocalLauncher  # noqa: E402
-from autotune.measure import LaunchFailed, MeasurementPlan, Measurer  # noqa: E402
+from autotune.measure import MeasurementPlan, Measurer  # noqa: E402
 from autotune.probe import probe_capabilities  # noqa: E402
-from autotune.space import TrialContext, load_space, one_knob_changes, resolve  # noqa: E402
-from autotune.stats import mean_interval  # noqa: E402
+from autotune.space import (TrialContext, completed, load_space, one_knob_changes,  # noqa: E402
+                            resolve)
 from autotune.units import parse_size_range  # noqa: E402
 
 RANKS = 2  # a shared 2-core machine: never more
@@ -54,25 +55,12 @@ FAVOURITES = (
 )
 
 
-@dataclass
-class Row:
-    label: str
-    params: dict[str, Any]
-    scores: dict[str, list[float]] = field(default_factory=lambda: {"kernel": [], "imb": []})
-
-    def speedup(self, bench: str) -> tuple[float, float, float] | None:
-        values = self.scores[bench]
-        if len(values) < 2:
-            return None
-        return mean_interval(values).speedup()
-
-
 def label_of(params: dict[str, Any], default: dict[str, Any]) -> str:
     changed = [f"{k}={v}" for k, v in params.items() if str(default.get(k)) != str(v)]
     return " ".join(changed) or "the untuned stack"
 
 
-def configurations(args: argparse.Namespace) -> tuple[Any, TrialContext, dict, list[Row]]:
+def configurations(args: argparse.Namespace) -> tuple[Any, TrialContext, dict, list[Arm]]:
     caps = probe_capabilities()
     ctx = TrialContext(args.collective, 1)
     resolved = resolve(load_space(args.space), caps, ctx)
@@ -94,46 +82,14 @@ def configurations(args: argparse.Namespace) -> tuple[Any, TrialContext, dict, l
                 break
             point[name] = next((c for c in p.choices if str(c) == str(value)), value)
         else:
-            from autotune.space import completed
             points.append(completed(params, point))
     rows, seen = [], set()
     for point in points:
         key = tuple(sorted((k, str(v)) for k, v in point.items()))
         if key not in seen:
             seen.add(key)
-            rows.append(Row(label_of(point, default), point))
+            rows.append(Arm(label_of(point, default), space.settings(point, ctx), point))
     return space, ctx, default, rows
-
-
-def run_round(space: Any, ctx: TrialContext, default: dict, rows: list[Row],
-              measurers: dict[str, Measurer], group: int, rng: random.Random,
-              weights: dict[int, float], failures: list[str]) -> None:
-    order = list(rows)
-    rng.shuffle(order)
-    launch = measurers["kernel"].plan.launches()[0]
-    for start in range(0, len(order), group):
-        chunk = order[start:start + group]
-        benches = list(measurers)
-        rng.shuffle(benches)
-        for bench in benches:
-            measurer = measurers[bench]
-            try:
-                ref = measurer.run_launch(space.settings(default, ctx), launch,
-                                          seed=rng.randrange(2**31), is_default=True)
-            except LaunchFailed as exc:
-                failures.append(f"{bench} default: {exc}")
-                continue
-            rng.shuffle(chunk)
-            for row in chunk:
-                try:
-                    record = measurer.run_launch(space.settings(row.params, ctx), launch,
-                                                 seed=rng.randrange(2**31), params=row.params)
-                except LaunchFailed as exc:
-                    failures.append(f"{bench} {row.label}: {exc}")
-                    continue
-                row.scores[bench].append(objective.weighted_score(
-                    {s: math.log(t / ref.t_max_us[s]) for s, t in record.t_max_us.items()},
-                    weights))
 
 
 def main() -> int:
@@ -164,9 +120,8 @@ def main() -> int:
     failures: list[str] = []
     print(f"{len(rows)} configurations, {args.rounds} rounds, {args.collective}, {RANKS} ranks, "
           f"sizes {args.sizes}", file=sys.stderr)
-    for r in range(args.rounds):
-        run_round(space, ctx, default, rows, measurers, args.group, rng, weights, failures)
-        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+    run_rounds(rows, space.settings(default, ctx), measurers, args.rounds, group=args.group,
+               rng=rng, weights=weights, failures=failures)
     print("configuration\tkernel speedup (95% CI)\tIMB speedup (95% CI)\tkernel - IMB pp\t"
           f"agree (<= {args.tolerance:g} pp)")
     agree = total = 0
@@ -182,7 +137,8 @@ def main() -> int:
         total += 1
         table.append({"configuration": row.label, "params": {n: str(v) for n, v in row.params.items()},
                       "kernel": k, "imb": i, "diff_pp": diff, "agree": ok,
-                      "kernel_rounds": row.scores["kernel"], "imb_rounds": row.scores["imb"]})
+                      "kernel_rounds": row.scores.get("kernel", []),
+                      "imb_rounds": row.scores.get("imb", [])})
         print(f"{row.label}\t{k[0]:.3f} ({k[1]:.3f}-{k[2]:.3f})\t{i[0]:.3f} ({i[1]:.3f}-{i[2]:.3f})"
               f"\t{diff:+.1f}\t{'yes' if ok else 'NO'}")
     diffs = [abs(t["diff_pp"]) for t in table]

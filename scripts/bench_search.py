@@ -28,7 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autotune.replay import StrategyFigures, figures_of, replay_once, true_speedups  # noqa: E402
+from autotune.replay import (StrategyFigures, figures_of, plot_regret, replay_once,  # noqa: E402
+                             true_speedups)
 from autotune.storage._grid import read_grid  # noqa: E402
 
 _GRIDS: dict[str, object] = {}
@@ -87,6 +88,8 @@ def main() -> None:
                         help="skip the exhaustive grid strategy above this many configurations")
     parser.add_argument("--jobs", type=int, default=1, help="replays at once (processes)")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--plots", type=Path, default=None,
+                        help="a directory: one PNG per grid (regret against size-launches)")
     args = parser.parse_args()
     budgets = [int(b) for b in args.budgets.split(",")]
     verdicts, everything = [], {}
@@ -107,6 +110,10 @@ def main() -> None:
             exhaustive = next((f for f in figures if f.strategy == "grid"), None)
             curve = [f for f in figures if f.strategy == args.strategy]
             verdict = judge(path, configs, sweep, exhaustive, curve)
+            if args.plots:
+                args.plots.mkdir(parents=True, exist_ok=True)
+                plot_regret(figures, args.plots / f"strategies-{Path(path).stem}.png",
+                            Path(path).name)
             verdicts.append(verdict)
             everything[verdict.grid] = {"figures": [f.to_dict() for f in figures],
                                         "verdict": asdict(verdict)}

@@ -5,18 +5,20 @@ size band and only with some other setting). A replay of it compares strategies 
 thousands of configurations; it is made of real launches, and it claims nothing about a machine.
 
 The planted knobs (`planted_*`, named so that nobody mistakes them for MPI settings):
-- planted_dead: values 0 (unset), 1. Dead: a value's launch of pass p is the base
-  configuration's launch of pass p+1 (a real launch of the same settings at another time, so a
-  dead knob looks as noisy as one does on a real machine);
+- planted_dead: values 0 (unset), 1. Dead: the base configuration's launches, each moved to the
+  base's next pass (its i-th pass gets the launch of its (i+1)-th, scaled size by size by the two
+  passes' defaults, so its ratio to the default is the one that launch had to its own): a real
+  launch of the same settings at another time, so a dead knob looks as noisy as one does on a
+  real machine;
 - planted_band: values 0 (unset), 1, 2. 1: sizes from 64 KiB up `--band-gain` faster, only where
   pml=ucx (an interaction; elsewhere dead, as 0); 2: sizes up to 256 B `--small-loss` slower,
   everywhere;
 - planted_pair: values 0 (unset), 1. 1: sizes of 4-32 KiB `--pair-gain` faster, only with the
   collective's coll_tuned algorithm left to Open MPI (unset); with a forced algorithm, the same
   sizes `--pair-gain` slower.
-A planted value other than 0 re-uses its dead twin's launches (pass p+1) before the planted
-factor is applied, so every configuration has its own noise. The untuned default stays the base
-grid's default row.
+A planted value other than 0 re-uses its dead twin's launches before the planted factor is
+applied, so every configuration has its own noise. The untuned default stays the base grid's
+default row.
 
     .venv/bin/python scripts/build_planted_grid.py docs/grids/allreduce-large-1n2p-imb.csv \\
         -o docs/grids/allreduce-planted-1n2p-imb.parquet
@@ -55,21 +57,21 @@ def factor(base: Config, planted: dict[str, str], size: int, args: argparse.Name
 
 
 def build(grid: Grid, args: argparse.Namespace) -> pd.DataFrame:
-    passes = grid.passes
     rows = []
     names = list(KNOBS)
+    default = grid.t_us[grid.default]
     for base, by_pass in sorted(grid.t_us.items()):
+        passes = sorted(by_pass)
         for values in itertools.product(*KNOBS.values()):
             planted = {k: v for k, v in zip(names, values) if v}
             shift = 1 if planted else 0  # a setting that differs is another launch of the base
             for i, pass_ in enumerate(passes):
                 source = passes[(i + shift) % len(passes)]
-                if source not in by_pass:
-                    continue
                 start = grid.started.get((base, source), 0.0)
                 for size, t in sorted(by_pass[source].items()):
+                    level = default[pass_][size] / default[source][size]
                     rows.append({"pass": pass_, "start": start, "size": size,
-                                 "t_us": round(t * factor(base, planted, size, args), 4),
+                                 "t_us": round(t * level * factor(base, planted, size, args), 5),
                                  **{k: dict(base).get(k, "") for k in grid.knobs},
                                  **{k: planted.get(k, "") for k in names}})
     frame = pd.DataFrame(rows)

@@ -22,22 +22,24 @@ def test_looks_double_up_to_the_most_rounds():
     assert ConfirmPolicy(min_rounds=8, max_rounds=4).looks() == [4]
 
 
-def test_replayed_aa_studies_claim_nothing():
+@pytest.mark.parametrize("strategy", ["screen", "tpe"])
+def test_replayed_aa_studies_claim_nothing(strategy):
     """Every configuration is the default in fact (re-paired default launches of a real A/A
     recording): the confirmation must keep the default. scripts/bench_calibration.py gives the
     rate over many seeds; these seeds pin the behaviour."""
     recording = read_grid(AA_GRID)
     for seed in range(5):
-        run = replay_once(aa_universe(recording, seed), "tpe", 10, seed)
+        run = replay_once(aa_universe(recording, seed), strategy, 10, seed)
         assert run.default_reported, (seed, run.candidates)
         assert all(c.verdict != CLAIMED for c in run.candidates)
 
 
-def test_a_planted_gain_is_claimed_within_two_looks():
+@pytest.mark.parametrize("strategy", ["screen", "tpe"])
+def test_a_planted_gain_is_claimed_within_two_looks(strategy):
     recording = read_grid(AA_GRID)
     target = sorted(c for c in recording.t_us if c != recording.default)[0]
     for seed in range(5):
-        run = replay_once(planted(aa_universe(recording, seed), target, 1.10), "tpe", 10, seed)
+        run = replay_once(planted(aa_universe(recording, seed), target, 1.10), strategy, 10, seed)
         assert run.reported == target, (seed, run.candidates)
         found = next(c for c in run.candidates if c.config == target)
         assert found.verdict == CLAIMED and found.rounds <= 10

@@ -45,7 +45,9 @@ def test_record_is_killed_and_resumed_without_losing_or_duplicating_rows(autotun
     assert "found from before" in proc.stderr
     rows = pd.read_csv(out, dtype=str, keep_default_na=False)
     keys = list(zip(rows["coll_tuned_allreduce_algorithm"], rows["pass"], rows["size"]))
-    assert len(keys) == len(set(keys)) == 6 * 2 * 8  # every (config, pass, size) exactly once
+    # every (config, pass, size) exactly once: per round, 5 configurations and the default
+    # before each group of 4 (--default-every 4: 2 groups, each a pass of its own)
+    assert len(keys) == len(set(keys)) == (5 + 2) * 2 * 8
     complete = before.groupby(["coll_tuned_allreduce_algorithm", "pass"]).filter(
         lambda g: len(g) == 8)
     kept = set(zip(rows["coll_tuned_allreduce_algorithm"], rows["pass"], rows["size"], rows["t_us"]))
@@ -54,7 +56,26 @@ def test_record_is_killed_and_resumed_without_losing_or_duplicating_rows(autotun
     assert set(rows["coll_tuned_allreduce_algorithm"]) == {"", "1", "2", "3", "4", "5"}
 
     grid = read_grid(out)
-    assert grid.passes == (0, 1) and len(grid.t_us) == 6 and () in grid.t_us
+    assert grid.passes == (0, 1, 2, 3) and len(grid.t_us) == 6 and () in grid.t_us
+    assert len(grid.t_us[()]) == 4 and all(len(p) == 2 for c, p in grid.t_us.items() if c)
     bench = autotune_cli("bench", "strategies", "--grid", str(out), "--strategy", "grid",
                          "--budget", "10", "--seeds", "2", check=True)
     assert bench.stdout.splitlines()[1].startswith("grid\t10\t")
+
+
+def test_a_default_before_every_few_configurations_makes_each_group_a_pass():
+    from autotune.recording import GridConfig, schedule
+
+    configs = [GridConfig({}, ())] + [GridConfig({"a": i}, (("a", str(i)),)) for i in range(1, 8)]
+    rounds = schedule(configs, passes=2, seed=1, default_every=3)
+    assert len(rounds) == 2
+    for r, launches in enumerate(rounds):
+        assert sorted(c.key for _, c in launches if c.key) == sorted(c.key for c in configs[1:])
+        ids = [p for p, _ in launches]
+        assert ids == sorted(ids) and set(ids) == {3 * r, 3 * r + 1, 3 * r + 2}  # 7 in 3 groups
+        for pass_ in set(ids):
+            group = [c for p, c in launches if p == pass_]
+            assert group[0].key == () and 1 <= len(group) - 1 <= 3  # the default first
+    assert schedule(configs, 2, 1, 3) == rounds  # a resumed recording follows the same order
+    once = schedule(configs, passes=2, seed=1, default_every=0)
+    assert [sorted(p for p, _ in r) for r in once] == [[0] * 8, [1] * 8]

@@ -87,6 +87,35 @@ def test_a_candidate_is_served_from_the_pass_of_its_default(grid):
     assert executor.cost.default_launches == 10
 
 
+def test_a_candidate_the_current_pass_lacks_keeps_the_ratio_to_its_own_default():
+    """A grid recorded with a default every few configurations: each group is a pass. A
+    candidate from another group is served at the current default's level."""
+    from autotune.storage._grid import Grid
+
+    grid = Grid(knobs=("a",))
+    for pass_, level in ((0, 1.0), (1, 3.0)):  # the machine 3x slower during pass 1
+        grid.add((), pass_, 8, 2.0 * level, 0.0)
+        grid.add((), pass_, 64, 4.0 * level, 0.0)
+    grid.add((("a", "x"),), 1, 8, 3.0 * 1.5, 0.0)  # 1.5x the default of its own pass
+    grid.add((("a", "x"),), 1, 64, 3.0 * 0.5, 0.0)  # 2x faster than it there
+    executor = ReplayExecutor(grid, seed=0)
+
+    def launch(params, is_default):
+        spec = LaunchSpec(nodes=1, ppn=2, program=("kernel",), params=tuple(params.items()),
+                          is_default=is_default, sizes=(8, 64))
+        out = executor(Command(argv=("replay",), spec=spec), 10.0)
+        return {json.loads(line[9:])["size"]: json.loads(line[9:])["t_max_us"]
+                for line in out.stdout.splitlines() if '"size"' in line}
+
+    drawn = set()
+    for _ in range(20):
+        default = launch({}, True)
+        drawn.add(executor.current)
+        x = launch({"a": "x"}, False)
+        assert x[8] / default[8] == pytest.approx(1.5) and x[64] / default[64] == pytest.approx(0.5)
+    assert drawn == {0, 1}  # also against the default of the pass x was not measured in
+
+
 def test_grid_strategy_finds_the_synthetic_optimum_with_zero_regret(grid):
     run = replay_once(grid, "grid", budget=30, seed=0)
     assert run.reported == OPTIMUM and run.regret_pp == 0.0 and not run.default_reported

@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 
 from ..benchmarks import BENCHMARKS, COLLECTIVES
-from ..errors import InputError
 from . import render
 from .options import name_value, positive_float, sizes_option
 
@@ -29,6 +28,10 @@ def grid() -> None:
 @click.option("--sizes", callback=sizes_option, metavar="MIN:MAX|LIST")
 @click.option("--passes", type=click.IntRange(min=1), default=3, show_default=True,
               help="passes over every configuration, each in a fresh random order")
+@click.option("--default-every", type=click.IntRange(min=0), default=4, show_default=True,
+              help="measure the untuned default again before every this many configurations "
+                   "(each group is a pass of its own: a replay pairs a configuration with the "
+                   "default seconds before it); 0: once per pass")
 @click.option("--benchmark", type=click.Choice(BENCHMARKS), default="mpi4py", show_default=True)
 @click.option("--imb-dir", metavar="DIR", default=None)
 @click.option("--time-per-size", type=float, default=0.02, show_default=True,
@@ -43,7 +46,7 @@ def grid() -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
               help="grid file, .csv or .parquet; an existing one is resumed")
 def grid_record(passes: int, seed: int, output: str, launcher_mca: tuple[str, ...],
-                **fields) -> None:
+                default_every: int, **fields) -> None:
     """Measure every configuration of the space in passes into a grid file (resumable)."""
     from ..recording import record_with
     from ..session import StartOptions
@@ -55,7 +58,7 @@ def grid_record(passes: int, seed: int, output: str, launcher_mca: tuple[str, ..
         label = " ".join(f"{k}={v}" for k, v in config.key) or "the untuned default"
         render.err.print(f"[{index}/{total}] {label}: {outcome}", markup=False)
 
-    progress, configs = record_with(options, passes, Path(output), seed, said)
+    progress, configs = record_with(options, passes, Path(output), seed, said, default_every)
     render.err.print(f"{output}: {configs} configurations x {passes} passes; {progress.done} "
                      f"launches recorded now, {progress.resumed} found from before, "
                      f"{len(progress.failed)} failed", markup=False)
@@ -102,13 +105,13 @@ def _budgets(_ctx, _param, value: str) -> list[int]:
 def bench_strategies(grid_path: str, strategies: list[str], budgets: list[int], seeds: int,
                      fmt: str, plot: str | None) -> None:
     """Replay strategies on a recorded grid: regret of the reported configuration and cost."""
-    from ..replay import compare
+    from ..replay import compare, plot_regret
     from ..storage._grid import read_grid
 
     grid_data = read_grid(grid_path)
     figures, _ = compare(grid_data, strategies, budgets, seeds)
     if plot:
-        _plot(figures, Path(plot), Path(grid_path).name)
+        plot_regret(figures, Path(plot), Path(grid_path).name)
     if fmt == "json":
         click.echo(json.dumps([f.to_dict() for f in figures], indent=2))
         return
@@ -120,31 +123,3 @@ def bench_strategies(grid_path: str, strategies: list[str], budgets: list[int], 
                     f"{f.size_launches_median:.0f}", f"{f.default_reported_share:.0%}")
                    for f in figures),
         title=f"{grid_path}: {len(grid_data.t_us)} configurations, {seeds} seeds"))
-
-
-def _plot(figures, path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for strategy in dict.fromkeys(f.strategy for f in figures):
-        mine = sorted((f for f in figures if f.strategy == strategy),
-                      key=lambda f: f.size_launches_median)
-        ax.plot([f.size_launches_median for f in mine], [f.regret_pp_median for f in mine],
-                marker="o", label=strategy)
-        for f in mine:
-            ax.annotate(str(f.budget), (f.size_launches_median, f.regret_pp_median),
-                        textcoords="offset points", xytext=(3, 3), fontsize=7)
-    ax.set_xlabel("size-launches (median over seeds)")
-    ax.set_ylabel("regret of the reported configuration (pp, median)")
-    ax.set_title(f"strategies replayed on {title} (labels: trials)")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    try:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        plt.close(fig)

@@ -3,8 +3,13 @@ compared on the same real measurements many times, for free. The controller, str
 confirmation run unchanged on top; only the executor (and the space, read from the grid) differ.
 
 A default launch draws one pass of the grid (seeded); the candidate launches paired with it are
-served from the same pass, since a pass is the unit of time-correlated noise. A configuration the
-grid lacks fails like a configuration MPI refuses: never launched again, never counted as cost.
+served from the same pass, since a pass is the unit of time-correlated noise. A candidate the
+current pass lacks (a grid recorded with a default every few configurations: each group is a
+pass) is served from one of its own passes, at the level of the current default: its times are
+multiplied, size by size, by the current default's over the default of its own pass, so the
+controller's ratio to the current default is the ratio it had to the default measured next to
+it. A configuration the grid lacks fails like a configuration MPI refuses: never launched again,
+never counted as cost.
 """
 
 from __future__ import annotations
@@ -48,10 +53,18 @@ class ReplayExecutor:
         if not passes:
             return RunResult(argv=command.argv, returncode=1, stdout="", stderr=NOT_IN_GRID,
                              seconds=0.0, started=0.0)
-        if spec.is_default or self.current not in passes:
+        scale: dict[int, float] = {}
+        if spec.is_default or self.current is None:
             self.current = self.rng.choice(sorted(passes))
-        pass_ = self.current
-        measured = self.grid.t_us[config][pass_]
+            pass_ = self.current
+        elif self.current in passes:
+            pass_ = self.current
+        else:  # another pass's launch, at the current default's level
+            pass_ = self.rng.choice(sorted(passes))
+            default = self.grid.t_us.get(self.grid.default, {})
+            here, there = default.get(self.current, {}), default.get(pass_, {})
+            scale = {s: here[s] / there[s] for s in sizes if s in here and s in there}
+        measured = {s: t * scale.get(s, 1.0) for s, t in self.grid.t_us[config][pass_].items()}
         self.cost.launches += 1
         self.cost.default_launches += int(spec.is_default)
         self.cost.size_launches += len(sizes)

@@ -2,8 +2,10 @@
 documented file format that users can also write from their own measurements.
 
 One row per (configuration, pass, size), CSV or Parquet by suffix:
-- `pass` (int), `start` (unix seconds of the launch), `size` (bytes), `t_us` (time per call, max
-  over ranks);
+- `pass` (int): the unit of pairing, one launch of the untuned default and the launches it is
+  the reference of (a whole pass over the configurations, or the few measured right after the
+  default: `grid record --default-every`); `start` (unix seconds of the launch), `size`
+  (bytes), `t_us` (time per call, max over ranks);
 - one column per knob, named exactly as the knob (`pml`, `UCX_TLS`, ...), values as the shipped
   spaces spell them; an empty cell means "not set" (the MPI's own default). The row whose knob
   cells are all empty is the untuned default.

@@ -1,14 +1,17 @@
-"""The default strategy: screen every knob one at a time from the untuned stack, then let a model
-of main effects and pairwise interactions choose (Thompson sampling), and race: a configuration
-gets more rounds only while it may still beat the best so far.
+"""The default strategy: screen every knob one at a time, then let a model of main effects and
+pairwise interactions choose (Thompson sampling), and race: a configuration gets more rounds only
+while it may still beat the best so far.
 
 What a person tuning by hand does first, and what the staged sweep of seeds/000 gets for free,
-is to change one thing from the default: `pml=ucx` alone, one algorithm, one threshold. Those
-points estimate every knob's main effect for a few launches each. Knobs a value switches on (the
-UCX_* knobs under pml=ucx, a segment size under a segmenting algorithm) are screened from that
-value as soon as it looks promising, else after the first level. Then a Bayesian model over the
-enumerated space (autotune.strategy._surrogate) proposes: one Thompson sample per trial, the
-configuration with the best sampled score among those not yet measured.
+is to change one thing at a time: `pml=ucx` alone, then one algorithm, one threshold. Screening
+does the same, knob after knob (the point-to-point layer, the collective's algorithm, the
+transports, the thresholds, then the rest), each knob's values tried from the best configuration
+so far (so a transport's best algorithm is looked for with that transport: the sweep's stages,
+one knob per stage, for a round or two each instead of five). A knob the best does not ask for
+(the UCX_* knobs while pml ob1 leads) is screened afterwards from the best configuration that
+does. Then a Bayesian model over the enumerated space (autotune.strategy._surrogate) proposes:
+one Thompson sample per trial, the configuration with the best sampled score among those not
+measured in full.
 
 Measurement is the cost, so it is spent where it can change the answer:
 - a trial is measured in rounds, one launch of every size block per round; a round is cheap to
@@ -30,7 +33,6 @@ from __future__ import annotations
 import fnmatch
 import math
 import threading
-from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -38,12 +40,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
+from scipy import sparse
 
 from ..space import one_knob_changes
 from ..storage import TrialKey, TrialRecord, params_key
 from ._base import SearchSetup, Strategy, Verdict
 from ._planned import PlannedSampler
-from ._surrogate import Features, Pool, fit
+from ._surrogate import Features, Fit, Pool, Surrogate
 
 if TYPE_CHECKING:
     from ..space import Parameter, SearchSpace, TrialContext
@@ -55,6 +58,7 @@ PRIORITY = ("pml", "*_algorithm", "*ALGORITHM*", "UCX_TLS", "UCX_RNDV_THRESH*",
             "UCX_ZCOPY_THRESH", "coll_*_enable", "coll_*_priority")
 NOISE_PRIOR_SD = 0.05  # per-round sd of a score before the study has measured its own
 NOISE_PRIOR_DF = 4  # how many rounds' worth of evidence that prior counts for
+TOP = 10  # configurations whose posterior sd is worked out when looking for the best
 QUEUED = (TrialKey.IS_DEFAULT, TrialKey.WARM_START, TrialKey.REQUEUED_FROM, TrialKey.EXPLORED)
 
 
@@ -100,11 +104,15 @@ class ScreenStrategy(Strategy):
         self.measured: dict[tuple, Measured] = {}
         self.running: dict[int, dict[str, Any]] = {}  # trial number -> params
         self.scores: dict[int, dict[int, list[float]]] = {}  # trial -> block -> launch scores
-        self.queue: deque[dict[str, Any]] = deque()
-        self.later: list[dict[str, Any]] = []  # children of parents that did not look promising
-        self.parents: dict[tuple, list[dict[str, Any]]] = {}  # parent key -> its children's points
+        self.params: tuple[Parameter, ...] = ()
+        self.knob_order: list[str] = []  # screening order (PRIORITY, then the space's)
+        self.screened: set[str] = set()  # knobs that had their turn
         self.pool: Pool | None = None
         self.features: Features | None = None
+        self.surrogate = Surrogate()
+        self._x: sparse.csr_matrix | None = None  # features of the pool's configurations
+        self._version = 0  # bumped whenever `measured` changes
+        self._fitted: tuple[int, Fit | None] = (-1, None)
 
     # ------------------------------------------------------------------ setup
 
@@ -119,7 +127,10 @@ class ScreenStrategy(Strategy):
             self.pool = Pool(setup.space, setup.ctx, setup.context_values, self.seed)
             kwargs = {} if self.pair_scale is None else {"pair_scale": self.pair_scale}
             self.features = Features(self.pool.knobs, self.pool.codes(), **kwargs)
+            self._x = None
+            self.surrogate = Surrogate()
             self.measured.clear()
+            self._version += 1
             for trial in setup.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,
                                                                         TrialState.PRUNED)):
                 record = TrialRecord.from_trial(trial)
@@ -130,20 +141,9 @@ class ScreenStrategy(Strategy):
     def _plan_screening(self) -> None:
         setup = self.setup
         assert setup is not None
-        params = setup.space.for_context(setup.ctx)
-        reference = dict(setup.default_params)
-        self.queue = deque()
-        self.parents = {}
-        self.later = []
-        for point in self._one_knob_changes(params, reference):
-            self.queue.append(point)
-            children = self._children(params, reference, point)
-            if children:
-                self.parents[params_key(point)] = children
-        for key in list(self.parents):  # resumed: parents already judged
-            if key in self.measured:
-                self._release_children(key)
-        self.queue = deque(p for p in self.queue if params_key(p) not in self.measured)
+        self.params = setup.space.for_context(setup.ctx)
+        self.knob_order = [p.name for p in self._ordered(self.params)]
+        self.screened = set()
 
     @staticmethod
     def _ordered(params: Sequence[Parameter]) -> list[Parameter]:
@@ -155,19 +155,59 @@ class ScreenStrategy(Strategy):
         return sorted((p for p in params if p.apply != "context"),
                       key=lambda p: rank(p))  # stable: the space's order within a rank
 
-    def _one_knob_changes(self, params: Sequence[Parameter], base: dict[str, Any],
-                          only: set[str] | None = None) -> list[dict[str, Any]]:
-        """`base` with one knob (of `only` if given) changed, the most telling knobs first."""
-        order = {p.name: i for i, p in enumerate(self._ordered(params))}
-        points = one_knob_changes(params, base, only)
-        changed = [next(k for k in p if str(p.get(k)) != str(base.get(k, object()))) for p in points]
-        return [p for _, p in sorted(zip(changed, points), key=lambda cp: order.get(cp[0], 0))]
+    def _screening_point(self, taken: set[tuple]) -> dict[str, Any] | None:
+        """The next one-knob change to screen, or None once every knob had its turn. Knobs are
+        screened in `knob_order`, each from the best configuration so far (the incumbent, so a
+        transport's best algorithm is looked for with that transport), a knob the incumbent
+        does not ask for (UCX_TLS under pml ob1) from the best measured configuration that does,
+        after the others."""
+        incumbent = self._incumbent()
+        for second in (False, True):
+            for name in self.knob_order:
+                if name in self.screened:
+                    continue
+                if (name in incumbent) == second:
+                    continue
+                base = incumbent if not second else self._best_with(name)
+                if base is None:
+                    continue
+                for point in one_knob_changes(self.params, base, only={name}):
+                    if params_key(point) not in taken:
+                        return point
+                self.screened.add(name)
+        return None
 
-    def _children(self, params: Sequence[Parameter], base: dict[str, Any],
-                  point: dict[str, Any]) -> list[dict[str, Any]]:
-        """One-knob changes, from `point`, of the knobs `point` switches on that `base` had off."""
-        new = {name for name in point if name not in base}
-        return self._one_knob_changes(params, point, only=new) if new else []
+    def _incumbent(self) -> dict[str, Any]:
+        """The configuration with the best posterior mean (pessimistic by half its sd) among
+        those measured two rounds or more; the default before any."""
+        assert self.setup is not None
+        best = self._ranked(lambda m: m.n >= 2 and not m.reference)
+        return dict(best[0].params) if best else dict(self.setup.default_params)
+
+    def _best_with(self, name: str) -> dict[str, Any] | None:
+        best = self._ranked(lambda m: name in m.params and not m.reference, only_faster=False)
+        return dict(best[0].params) if best else None
+
+    def _ranked(self, keep, only_faster: bool = True) -> list[Measured]:  # noqa: ANN001
+        """Measured configurations passing `keep` (a predicate), best first by posterior mean
+        plus half a posterior sd (their own mean plus half a standard error before the model
+        can fit); only those better than the default unless not `only_faster`."""
+        chosen = [m for m in self.measured.values() if m.n and keep(m)]
+        if not chosen:
+            return []
+        fitted = self._fit()
+        if fitted is None:
+            sd = self.noise_sd()
+            values = np.array([m.mean + 0.5 * sd / math.sqrt(m.n) for m in chosen])
+        else:
+            assert self.pool is not None
+            x = self._pool_matrix()[[self.pool.add(m.params) for m in chosen]]
+            means = fitted.mean(x)
+            top = np.argsort(means)[:TOP]  # the sd of the best few only: it costs
+            chosen = [chosen[i] for i in top]
+            values = means[top] + 0.5 * fitted.sd(x[top])
+        order = np.argsort(values)
+        return [chosen[i] for i in order if values[i] < 0 or not only_faster]
 
     # ------------------------------------------------------------------ proposing
 
@@ -202,50 +242,65 @@ class ScreenStrategy(Strategy):
 
     def _next_point(self) -> dict[str, Any]:
         busy = self._busy()
-        screened = busy | set(self.measured)  # screening measures each point once
-        for source in (self.queue, self.later):
-            while source:
-                point = source.popleft() if isinstance(source, deque) else source.pop(0)
-                if params_key(point) not in screened:
-                    return point
-        return self._thompson(busy)
+        point = self._screening_point(busy | set(self.measured))  # screened once each
+        return point if point is not None else self._thompson(busy)
 
     def _thompson(self, busy: set[tuple]) -> dict[str, Any]:
         """The configuration with the best score in one draw from the model's posterior, among
         those neither measured in full nor running (one stopped early may get more rounds)."""
-        pool, features = self.pool, self.features
-        assert pool is not None and features is not None
-        free = [i for i, c in enumerate(pool.configs) if params_key(c) not in busy]
-        if not free and not pool.complete:
+        pool = self.pool
+        assert pool is not None
+        taken = {pool.index[k] for k in busy if k in pool.index}
+        if len(taken) >= len(pool.configs) and not pool.complete:
             rng = np.random.default_rng(self.rng.integers(2**31))
-            for _ in range(2000):
-                before = len(pool.configs)
-                index = pool.add(pool.sample(_PyRandom(rng)))
-                if len(pool.configs) > before and params_key(pool.configs[index]) not in busy:
-                    free.append(index)
-                if len(free) >= 200:
+            for _ in range(2000):  # a space too large to enumerate: sample more of it
+                pool.add(pool.sample(_PyRandom(rng)))
+                if len(pool.configs) - len(taken) >= 200:
                     break
-        if not free:
+        x = self._pool_matrix()
+        free = np.ones(x.shape[0], dtype=bool)
+        free[list(taken)] = False
+        if not free.any():
             self._done = True
             best = min(self.measured.values(), key=lambda m: m.mean, default=None)
             return dict(best.params) if best else dict(self.setup.default_params)  # type: ignore[union-attr]
         fitted = self._fit()
-        x = features.matrix(pool.codes(free))
         if fitted is None:
-            return dict(pool.configs[free[int(self.rng.integers(len(free)))]])
+            choices = np.flatnonzero(free)
+            return dict(pool.configs[int(choices[self.rng.integers(len(choices))])])
         draw = fitted.draw(x, self.rng)
-        return dict(pool.configs[free[int(np.argmin(draw))]])
+        draw[~free] = np.inf
+        return dict(pool.configs[int(np.argmin(draw))])
 
-    def _fit(self):  # noqa: ANN202 - a Fit or None
+    def _pool_matrix(self) -> sparse.csr_matrix:
+        """The features of every configuration of the pool (kept; rows added as it grows)."""
         pool, features = self.pool, self.features
         assert pool is not None and features is not None
-        rows = [(m, pool.add(m.params)) for m in self.measured.values() if m.n]
-        if len(rows) < 2:
+        done = 0 if self._x is None else self._x.shape[0]
+        if done < len(pool.configs):
+            new = features.matrix(pool.codes(list(range(done, len(pool.configs)))))
+            self._x = new if self._x is None else sparse.vstack([self._x, new]).tocsr()
+        assert self._x is not None
+        return self._x
+
+    def _fit(self, measured: Mapping[tuple, Measured] | None = None) -> Fit | None:
+        """The model on every configuration measured so far (the default at 0; or on
+        `measured`), or None before there are two. The fit on what was measured is kept until
+        a trial adds to it."""
+        if measured is None:
+            if self._fitted[0] != self._version:
+                self._fitted = (self._version, self._fit(self.measured))
+            return self._fitted[1]
+        pool = self.pool
+        assert pool is not None
+        measured = [m for m in measured.values() if m.n]
+        if len(measured) < 2:
             return None
-        x = features.matrix(pool.codes([r for _, r in rows]))
-        y = np.array([m.mean for m, _ in rows])
-        weight = np.array([m.n for m, _ in rows], dtype=float)
-        return fit(x, y, weight)
+        rows = [pool.add(m.params) for m in measured]
+        x = self._pool_matrix()[rows]
+        y = np.array([m.mean for m in measured])
+        weight = np.array([m.n for m in measured], dtype=float)
+        return self.surrogate.fit(x, y, weight, self.noise_sd())
 
     # ------------------------------------------------------------------ measuring
 
@@ -266,12 +321,34 @@ class ScreenStrategy(Strategy):
             if not self.race:
                 return "continue"
             params = self.running.get(trial.number, dict(trial.params))
-            key = params_key(params)
-            earlier = self.measured.get(key)
-            mine = (earlier.rounds if earlier else []) + rounds
-            optimistic = float(np.mean(mine)) - self.z_continue * self.noise_sd() / math.sqrt(len(mine))
-            return "continue" if optimistic < self.incumbent(exclude=key) - math.log1p(
-                self.min_gain) else "prune"
+            return "continue" if self._may_win(params, rounds) else "prune"
+
+    def _may_win(self, params: dict[str, Any], rounds: list[float]) -> bool:
+        """Whether a configuration, with these rounds besides what was measured before, may
+        still beat the best so far by `min_gain`: its optimistic estimate (posterior mean less
+        `z_continue` posterior sds: the model pools what its knobs did elsewhere, so one bad
+        round of a configuration whose knobs look good does not end it) against the best
+        configuration measured twice or more, judged pessimistically (half a sd)."""
+        pool = self.pool
+        assert pool is not None
+        key = params_key(params)
+        measured = {k: Measured(m.params, list(m.rounds), m.complete, m.reference)
+                    for k, m in self.measured.items()}
+        mine = measured.setdefault(key, Measured(dict(params)))
+        mine.rounds.extend(rounds)
+        fitted = self._fit(measured)
+        others = [m for k, m in measured.items() if m.n >= 2 and k != key and not m.reference]
+        bar = -math.log1p(self.min_gain)
+        if fitted is None:  # too little evidence for a model: its own rounds only
+            sd = self.noise_sd()
+            best = min((m.mean + 0.5 * sd / math.sqrt(m.n) for m in others), default=0.0)
+            return mine.mean - self.z_continue * sd / math.sqrt(mine.n) < best + bar
+        x = self._pool_matrix()[[pool.add(m.params) for m in (mine, *others)]]
+        mean = fitted.mean(x)
+        top = 1 + np.argsort(mean[1:])[:TOP]  # the sd of the best few only: it costs
+        sd = fitted.sd(x[np.concatenate(([0], top))])
+        best = min(0.0, float(np.min(mean[top] + 0.5 * sd[1:]))) if others else 0.0
+        return float(mean[0] - self.z_continue * sd[0]) < best + bar
 
     def _rounds_of(self, number: int) -> list[float]:
         setup = self.setup
@@ -283,15 +360,6 @@ class ScreenStrategy(Strategy):
         total = sum(weights)
         return [sum(weights[b] * per_block[b][r] for b in range(setup.n_blocks)) / total
                 for r in range(n)]
-
-    def incumbent(self, exclude: tuple | None = None) -> float:
-        """The best configuration so far, judged pessimistically (mean plus half a standard
-        error): one lucky round does not raise the bar for every other configuration. The
-        default counts as 0 until it is measured."""
-        sd = self.noise_sd()
-        values = [m.mean + 0.5 * sd / math.sqrt(m.n) for k, m in self.measured.items()
-                  if m.n >= 2 and k != exclude and not m.reference]
-        return min(values, default=0.0)
 
     def noise_sd(self) -> float:
         """Per-round sd of a score, pooled over configurations measured more than once, with a
@@ -312,9 +380,6 @@ class ScreenStrategy(Strategy):
             self.scores.pop(number, None)
             if rounds:
                 self._add(number, params, rounds, state)
-                key = params_key(params)
-                if key in self.parents:
-                    self._release_children(key)
 
     def _add(self, number: int, params: dict[str, Any], rounds: list[float], state: str) -> None:
         if not rounds:
@@ -323,21 +388,9 @@ class ScreenStrategy(Strategy):
         reference = self.setup is not None and key == params_key(dict(self.setup.default_params))
         entry = self.measured.setdefault(key, Measured(params=dict(params), reference=reference))
         entry.rounds.extend(rounds)
+        self._version += 1
         if state == "COMPLETE":
             entry.complete.append(number)
-
-    def _release_children(self, key: tuple) -> None:
-        """Screen the knobs a value switches on: next if that value looks promising (its
-        optimistic estimate beats the default), else after every first-level point."""
-        children = self.parents.pop(key, [])
-        parent = self.measured.get(key)
-        if parent is None or not children:
-            return
-        sd = self.noise_sd() / math.sqrt(parent.n)
-        if parent.mean - self.z_continue * sd < 0.0:
-            self.queue.extendleft(reversed(children))
-        else:
-            self.later.extend(children)
 
     # ------------------------------------------------------------------ confirming
 
@@ -349,12 +402,12 @@ class ScreenStrategy(Strategy):
             if not full:
                 return []
             fitted = self._fit()
-            pool, features = self.pool, self.features
-            assert pool is not None and features is not None
+            pool = self.pool
+            assert pool is not None
             if fitted is None:
                 means = np.array([m.mean for m in full])
             else:
-                means = fitted.mean(features.matrix(pool.codes([pool.add(m.params) for m in full])))
+                means = fitted.mean(self._pool_matrix()[[pool.add(m.params) for m in full]])
             default_key = params_key(self.setup.default_params) if self.setup else None
             ranked = sorted((float(v), i) for i, v in enumerate(means))
             numbers = [full[i].complete[-1] for v, i in ranked

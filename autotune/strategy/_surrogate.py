@@ -1,6 +1,6 @@
 """A model of a configuration's score over the finite space: main effects of every knob's values
-plus pairwise interactions, fitted by Bayesian linear regression (scikit-learn's BayesianRidge,
-its prior and noise precisions chosen by the evidence), with Thompson sampling over every
+plus pairwise interactions, fitted by Bayesian linear regression (scikit-learn's BayesianRidge
+chooses its prior and noise precisions by the evidence), with Thompson sampling over every
 configuration the space allows.
 
 Why this model: most knobs of an MPI stack act on their own (a transport, a threshold, an
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import sparse
+from scipy import linalg, sparse
 from sklearn.linear_model import BayesianRidge
 
 from ..space import Parameter, SearchSpace, TrialContext, assignments
@@ -32,6 +32,8 @@ INACTIVE = "<inactive>"  # the level of a knob that a configuration does not ask
 POOL_LIMIT = 20_000  # configurations enumerated at most; beyond, a sample of the space
 PAIR_SCALE = 0.5  # prior sd of a pair term relative to a main effect's
 SCORE_CAP = 0.4  # scores above this (1.5x slower than the default) count as this: "bad"
+REFIT_GROWTH = 1.2  # choose the prior precision again once the observations grew by a fifth
+NOISE_PRIOR_SHAPE = 1e6  # gamma prior on the noise precision: as good as fixed at 1/noise_sd^2
 
 
 @dataclass(frozen=True)
@@ -154,40 +156,80 @@ class Features:
 
 @dataclass(frozen=True)
 class Fit:
-    """A fitted model: posterior mean and covariance of the weights."""
+    """The posterior of the weights of features centred on `x_mean`: N(coef, A^-1), with
+    A = chol @ chol.T (lower Cholesky factor); a row's score is y_mean + (x - x_mean) @ w."""
 
-    intercept: float
+    y_mean: float
+    x_mean: np.ndarray
     coef: np.ndarray
-    cov: np.ndarray
+    chol: np.ndarray
     noise_sd: float
 
     def mean(self, x: sparse.csr_matrix) -> np.ndarray:
-        return self.intercept + x @ self.coef
+        return self.y_mean + x @ self.coef - float(self.x_mean @ self.coef)
 
     def sd(self, x: sparse.csr_matrix) -> np.ndarray:
-        xd = x.toarray()
-        return np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", xd, self.cov, xd), 0.0))
+        """Posterior sd of each row's mean score (the weights' part, as BayesianRidge's)."""
+        centred = x.toarray() - self.x_mean
+        solved = linalg.solve_triangular(self.chol, centred.T, lower=True)
+        return np.sqrt(np.sum(solved ** 2, axis=0))
 
     def draw(self, x: sparse.csr_matrix, rng: np.random.Generator) -> np.ndarray:
         """One Thompson sample of every row's score."""
-        try:
-            chol = np.linalg.cholesky(self.cov + 1e-12 * np.eye(len(self.coef)))
-        except np.linalg.LinAlgError:
-            values, vectors = np.linalg.eigh(self.cov)
-            chol = vectors * np.sqrt(np.maximum(values, 0.0))
-        weights = self.coef + chol @ rng.standard_normal(len(self.coef))
-        return self.intercept + x @ weights
+        z = rng.standard_normal(len(self.coef))
+        weights = self.coef + linalg.solve_triangular(self.chol.T, z, lower=False)
+        return self.y_mean + x @ weights - float(self.x_mean @ weights)
 
 
-def fit(x: sparse.csr_matrix, y: np.ndarray, weight: np.ndarray) -> Fit:
-    """Bayesian ridge over the observed configurations; `weight` is each one's number of rounds
-    (its mean's precision relative to one round). Scores are capped at SCORE_CAP: how much worse
-    a losing configuration is does not matter, and a 10x loser would bend the linear model."""
-    y = np.minimum(np.asarray(y, dtype=float), SCORE_CAP)
-    model = BayesianRidge(fit_intercept=True, compute_score=False, max_iter=300)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.fit(x.toarray(), y, sample_weight=np.asarray(weight, dtype=float))
-    return Fit(intercept=float(model.intercept_), coef=np.asarray(model.coef_, dtype=float),
-               cov=np.asarray(model.sigma_, dtype=float),
-               noise_sd=float(1.0 / np.sqrt(max(model.alpha_, 1e-12))))
+class Surrogate:
+    """Bayesian ridge regression over the observed configurations, as scikit-learn's
+    BayesianRidge fits it (intercept, weighted rows). The noise is known: `noise_sd`, the spread
+    of one round measured from repeated rounds, held by a strong gamma prior on BayesianRidge's
+    noise precision (left free, with far more features than configurations measured, the
+    evidence explains every observation exactly and the model claims a certainty it does not
+    have). The prior precision of the weights is chosen by BayesianRidge's evidence maximization
+    whenever the data has grown by REFIT_GROWTH since the last choice; in between, the exact
+    posterior at those precisions costs one Cholesky factorization (BayesianRidge's own fit costs
+    an SVD of the data, about a second at 1,000 configurations: too much for every trial).
+
+    `weight` is each configuration's number of rounds (its mean's precision relative to one
+    round's). Scores are capped at SCORE_CAP: how much worse a losing configuration is does not
+    matter, and a 10x loser would bend the linear model."""
+
+    def __init__(self) -> None:
+        self.lambda_: float | None = None  # prior precision of the weights
+        self.chosen_at = 0  # rows when it was last chosen
+
+    def fit(self, x: sparse.csr_matrix, y: np.ndarray, weight: np.ndarray,
+            noise_sd: float) -> Fit:
+        y = np.minimum(np.asarray(y, dtype=float), SCORE_CAP)
+        weight = np.asarray(weight, dtype=float)
+        alpha = 1.0 / max(noise_sd, 1e-6) ** 2
+        if self.lambda_ is None or len(y) >= self.chosen_at * REFIT_GROWTH:
+            model = BayesianRidge(fit_intercept=True, compute_score=False, max_iter=300,
+                                  alpha_init=alpha, alpha_1=NOISE_PRIOR_SHAPE,
+                                  alpha_2=NOISE_PRIOR_SHAPE / alpha)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model.fit(x.toarray(), y, sample_weight=weight)
+            self.lambda_ = float(model.lambda_)
+            self.chosen_at = len(y)
+        return posterior(x, y, weight, alpha, self.lambda_)
+
+
+def posterior(x: sparse.csr_matrix, y: np.ndarray, weight: np.ndarray, alpha: float,
+              lambda_: float) -> Fit:
+    """The posterior of BayesianRidge(fit_intercept=True) at fixed precisions: rows centred on
+    their weighted means, scaled by sqrt(weight); A = lambda I + alpha X'X, coef = alpha A^-1 X'y."""
+    total = weight.sum()
+    x_mean = np.asarray(x.T @ weight).ravel() / total
+    y_mean = float(weight @ y) / total
+    weighted = x.multiply(weight[:, None]).tocsr()
+    gram = (x.T @ weighted).toarray() - total * np.outer(x_mean, x_mean)
+    a = alpha * gram
+    a[np.diag_indices_from(a)] += lambda_
+    chol = linalg.cholesky(a, lower=True)
+    xy = np.asarray(weighted.T @ (y - y_mean)).ravel()
+    coef = alpha * linalg.cho_solve((chol, True), xy)
+    return Fit(y_mean=y_mean, x_mean=x_mean, coef=coef, chol=chol,
+               noise_sd=float(1.0 / np.sqrt(max(alpha, 1e-12))))

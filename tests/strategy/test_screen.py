@@ -15,7 +15,7 @@ from autotune.space import Parameter, SearchSpace, TrialContext
 from autotune.storage import TrialRecord
 from autotune.storage._grid import config_key, read_grid
 from autotune.strategy import ScreenStrategy
-from autotune.strategy._surrogate import Features, Pool, fit
+from autotune.strategy._surrogate import Features, Pool, Surrogate, posterior
 from tests.grids import OPTIMUM, write_synthetic
 
 
@@ -30,22 +30,25 @@ def changed(params: dict) -> dict:
     return {k: v for k, v in params.items() if v not in ("unset", "all")}
 
 
-def test_screening_changes_one_knob_at_a_time_pml_first_then_what_pml_ucx_switches_on(grid):
+def test_screening_changes_one_knob_at_a_time_from_the_best_so_far(grid):
     _, study = replay_study(grid, "screen", budget=8, seed=0)
     trials = sorted(study.trials, key=lambda t: t.number)
     assert TrialRecord.from_trial(trials[0]).is_default
-    proposals = [changed(t.params) for t in trials[1:8]]
-    assert proposals[0] == {"pml": "ucx"}  # pml before the algorithm
-    # pml=ucx is faster here, so the UCX knobs are screened from it next, one at a time
-    assert proposals[1:3] == [{"pml": "ucx", "UCX_TLS": "self,sm"},
-                              {"pml": "ucx", "UCX_TLS": "self,tcp"}]
-    assert proposals[3:6] == [{"coll_tuned_allreduce_algorithm": a} for a in ("1", "2", "3")]
+    proposals = [changed(t.params) for t in trials[1:7]]
+    assert proposals[0] == {"pml": "ucx"}  # the point-to-point layer first
+    # pml=ucx beats the default here: the algorithms are tried with it, then its transports
+    # from the best so far (pml=ucx with algorithm 3)
+    assert proposals[1:4] == [{"pml": "ucx", "coll_tuned_allreduce_algorithm": a}
+                              for a in ("1", "2", "3")]
+    assert proposals[4:6] == [{"pml": "ucx", "coll_tuned_allreduce_algorithm": "3",
+                               "UCX_TLS": tls} for tls in ("self,sm", "self,tcp")]
 
 
 def test_losers_stop_after_one_round_and_the_default_after_two(grid):
     _, study = replay_study(grid, "screen", budget=8, seed=0)
     by_params = {config_key(t.params): t for t in study.trials}
-    tcp = by_params[(("UCX_TLS", "self,tcp"), ("pml", "ucx"))]  # 3x slower
+    tcp = by_params[(("UCX_TLS", "self,tcp"), ("coll_tuned_allreduce_algorithm", "3"),
+                     ("pml", "ucx"))]  # 3x slower
     assert tcp.state == TrialState.PRUNED and len(tcp.intermediate_values) == 2  # 2 blocks
     default = next(t for t in study.trials if TrialRecord.from_trial(t).is_default)
     assert default.state == TrialState.COMPLETE and len(default.intermediate_values) == 4
@@ -83,8 +86,8 @@ def test_after_screening_the_model_proposes_the_unmeasured_combination_of_good_m
     measured = {("0", "0"): 0.0, ("1", "0"): -0.2, ("2", "0"): 0.1, ("0", "1"): -0.15,
                 ("0", "2"): 0.05}
     rows = [pool.add({"a": a, "b": b}) for a, b in measured]
-    fitted = fit(features.matrix(pool.codes(rows)), np.array(list(measured.values())),
-                 np.full(len(rows), 5.0))
+    fitted = Surrogate().fit(features.matrix(pool.codes(rows)),
+                             np.array(list(measured.values())), np.full(len(rows), 5.0), 0.03)
     means = fitted.mean(features.matrix(pool.codes()))
     best = pool.configs[int(np.argmin(means))]
     assert best == {"a": "1", "b": "1"}
@@ -108,8 +111,9 @@ def test_a_resumed_study_keeps_its_evidence_and_does_not_screen_again(grid):
     measured = {config_key(t.params) for t in study.trials
                 if t.state in (TrialState.COMPLETE, TrialState.PRUNED)}
     assert {config_key(m.params) for m in strategy.measured.values()} == measured
-    queued = {config_key(p) for p in strategy.queue}
-    assert not queued & measured
+    taken = strategy._busy() | set(strategy.measured)
+    following = strategy._screening_point(taken)
+    assert following is not None and config_key(following) not in measured
 
 
 def test_no_race_measures_every_proposal_in_full(grid):
@@ -118,3 +122,21 @@ def test_no_race_measures_every_proposal_in_full(grid):
     assert not make_strategy("screen", prune=False).race
     strategy = ScreenStrategy(seed=0, race=False)
     assert strategy.after_launch(optuna.create_study().ask(), False) == "continue"
+
+
+def test_the_posterior_between_evidence_fits_is_bayesian_ridges_own():
+    """At BayesianRidge's chosen precisions, the Cholesky posterior gives its coefficients."""
+    from scipy import sparse
+    from sklearn.linear_model import BayesianRidge
+
+    rng = np.random.default_rng(3)
+    x = sparse.csr_matrix((rng.random((40, 12)) < 0.3).astype(float))
+    y = x @ rng.normal(size=12) * 0.1 + rng.normal(size=40) * 0.02
+    weight = rng.integers(1, 6, size=40).astype(float)
+    model = BayesianRidge(fit_intercept=True).fit(x.toarray(), y, sample_weight=weight)
+    fitted = posterior(x, y, weight, model.alpha_, model.lambda_)
+    assert np.allclose(fitted.coef, model.coef_, atol=1e-6)
+    assert np.allclose(fitted.mean(x), model.predict(x.toarray()), atol=1e-6)
+    _, sd = model.predict(x.toarray()[:5], return_std=True)
+    noise = 1 / np.sqrt(model.alpha_)
+    assert np.allclose(np.sqrt(fitted.sd(x[:5]) ** 2 + noise ** 2), sd, rtol=1e-4)
