@@ -1,9 +1,10 @@
 """Confirmation: when the search ends, re-measure the best few configurations against the default
 in interleaved rounds, and claim one only if it is faster beyond doubt.
 
-In each round and size block, one default launch is measured, then every open candidate right after
-it in a random order, each paired with it; a round's score is then free of the machine's level
-shifts (they last minutes), and the default costs one launch per round, not one per candidate. Why the claim holds at its stated level:
+In each round and size block, one default launch is measured, then every open candidate right
+after it in a random order, each paired with it: a round's score is then free of the machine's
+level shifts (they last minutes), and the default costs one launch per round, not one per
+candidate. Why the claim holds at its stated level:
 - the interval of a candidate's mean round score is Student's t, not a percentile bootstrap (over
   5 rounds a bootstrap interval is too narrow; claims built on it did not reproduce);
 - the rounds are adaptive: a first look after `min_rounds`, then looks at twice as many rounds up
@@ -13,10 +14,11 @@ shifts (they last minutes), and the default costs one launch per round, not one 
   of several noisy candidates, or looking again until something shows, does not buy a false claim.
 The winner is the claimed candidate (interval entirely faster than the default) faster than the
 most other claimed ones by the median of their paired round differences (see `leader`). When
-several are claimed, they race for it: the leader and each claimed candidate whose difference
-to it, paired round by round, is neither surely positive nor surely smaller than `min_gain`, get
-more rounds at the next looks (up to `max_rounds`), so that near-ties are settled on more evidence
-than five rounds, and rounds are not spent on candidates already told apart.
+several are claimed, they race for it: the leader and each claimed candidate that may still be
+worth preferring (its difference to the leader, paired round by round, not surely positive, and
+an expected shortfall of keeping the leader of `race_loss` or more) get more rounds at the next
+looks (up to `max_rounds`); rounds are not spent on candidates already told apart, nor on ties
+too close to matter.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class ConfirmPolicy:
     max_rounds: int = 20
     confidence: float = 0.95
     min_gain: float = 0.01  # a candidate surely not faster by 1% is dropped
+    race_loss: float = 0.0025  # claimed candidates race on while preferring the leader may lose this
 
     def looks(self) -> list[int]:
         """Rounds after which the candidates are judged: min, 2 min, 4 min, ..., max."""
@@ -259,16 +262,17 @@ def leader(claimed: list[Candidate]) -> Candidate:
 
 def racing(candidates: list[Candidate], policy: ConfirmPolicy) -> list[Candidate]:
     """The claimed candidates still racing for the win: the leader (see `leader`) and every claimed
-    one whose round-by-round difference to it is neither surely positive (the leader is faster)
-    nor surely within `min_gain` either way (as good as the leader); none when nothing is left to
-    settle."""
+    one that may still be worth preferring to it: its round-by-round difference to the leader is
+    not surely positive (the leader surely faster), and what preferring the leader could lose,
+    the expected shortfall E[max(0, leader - it)] under the difference's Student-t estimate, is
+    at least `race_loss` (so near-ties are not raced for a gain nobody could use). None when
+    nothing is left to settle."""
     claimed = [c for c in candidates if c.verdict == CLAIMED and c.mean is not None
                and not c.failed]
     if len(claimed) < 2:
         return []
     first = leader(claimed)
     mine = dict(zip(first.round_index, first.round_scores))
-    gain = math.log1p(policy.min_gain)
     chasing = []
     for cand in claimed:
         if cand is first:
@@ -279,10 +283,22 @@ def racing(candidates: list[Candidate], policy: ConfirmPolicy) -> list[Candidate
             chasing.append(cand)
             continue
         interval = mean_interval(diffs, policy.confidence)
-        if interval.low > 0 or (-gain < interval.low and interval.high < gain):
-            continue  # told apart from the leader, or as good as it
+        if interval.low > 0 or expected_shortfall(diffs) < policy.race_loss:
+            continue  # told apart from the leader, or too close to it to matter
         chasing.append(cand)
     return [first, *chasing] if chasing else []
+
+
+def expected_shortfall(diffs: list[float]) -> float:
+    """E[max(0, -d)] for the mean difference d (a candidate's score less the leader's; negative:
+    the candidate is faster), d ~ its mean with its standard error, normal: what keeping the
+    leader loses on average if the candidate is in fact faster."""
+    mean = statistics.fmean(diffs)
+    se = statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else math.inf
+    if not math.isfinite(se) or se <= 0:
+        return max(0.0, -mean)
+    z = mean / se
+    return float(se * stats.norm.pdf(z) - mean * stats.norm.cdf(-z))
 
 
 def no_candidate(study: optuna.Study, policy: ConfirmPolicy) -> Confirmation:

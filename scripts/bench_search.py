@@ -20,7 +20,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # one core per replay: --jobs processes share the machine
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path

@@ -87,17 +87,28 @@ def _claimed(trial, rounds, scores):
                      mean=sum(scores) / len(scores), verdict=CLAIMED)
 
 
-def test_claimed_candidates_race_until_told_apart_or_as_good_as_the_leader():
-    from autotune.confirm import racing
+def test_claimed_candidates_race_until_told_apart_or_too_close_to_matter():
+    from autotune.confirm import expected_shortfall, leader, racing
 
     policy = ConfirmPolicy()
-    leader = _claimed(1, range(5), [-0.20, -0.22, -0.18, -0.21, -0.19])
-    close = _claimed(2, range(5), [-0.19, -0.23, -0.16, -0.22, -0.17])  # undecided
+    first = _claimed(1, range(5), [-0.20, -0.22, -0.18, -0.21, -0.19])
+    close = _claimed(2, range(5), [-0.17, -0.26, -0.12, -0.23, -0.19])  # undecided, wide
     behind = _claimed(3, range(5), [-0.10, -0.12, -0.08, -0.11, -0.09])  # surely slower
-    same = _claimed(4, range(5), [-0.2005, -0.2195, -0.1805, -0.2095, -0.1905])  # surely within 1%
-    assert racing([leader, close, behind], policy) == [leader, close]
-    assert racing([leader, behind, same], policy) == []
-    assert racing([leader], policy) == []
+    same = _claimed(4, range(5), [-0.2005, -0.2195, -0.1805, -0.2095, -0.1905])  # a near-tie
+    assert leader([close, first, behind]) is first
+    assert racing([first, close, behind], policy) == [first, close]
+    assert racing([first, behind, same], policy) == []
+    assert racing([first], policy) == []
+    assert expected_shortfall([0.0005] * 4 + [0.0004]) < policy.race_loss
+    assert expected_shortfall([-0.05, -0.04, -0.06]) == pytest.approx(0.05, abs=1e-3)
+
+
+def test_the_winner_is_faster_than_the_others_round_by_round_not_by_one_lucky_round():
+    from autotune.confirm import leader
+
+    steady = _claimed(1, range(5), [-0.20, -0.21, -0.20, -0.19, -0.20])
+    lucky = _claimed(2, range(5), [-0.18, -0.19, -0.18, -0.17, -0.60])  # one lucky round
+    assert lucky.mean < steady.mean and leader([lucky, steady]) is steady
 
 
 def test_one_default_launch_per_block_and_round_serves_every_candidate():

@@ -96,8 +96,8 @@ def test_a_candidate_the_current_pass_lacks_keeps_the_ratio_to_its_own_default()
     for pass_, level in ((0, 1.0), (1, 3.0)):  # the machine 3x slower during pass 1
         grid.add((), pass_, 8, 2.0 * level, 0.0)
         grid.add((), pass_, 64, 4.0 * level, 0.0)
-    grid.add((("a", "x"),), 1, 8, 3.0 * 1.5, 0.0)  # 1.5x the default of its own pass
-    grid.add((("a", "x"),), 1, 64, 3.0 * 0.5, 0.0)  # 2x faster than it there
+    grid.add((("a", "x"),), 1, 8, 6.0 * 1.5, 0.0)  # 1.5x the default of its own pass
+    grid.add((("a", "x"),), 1, 64, 12.0 * 0.5, 0.0)  # 2x faster than it there
     executor = ReplayExecutor(grid, seed=0)
 
     def launch(params, is_default):

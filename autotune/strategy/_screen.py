@@ -42,6 +42,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from scipy import sparse
 
+from .. import objective
 from ..space import one_knob_changes
 from ..storage import TrialKey, TrialRecord, params_key
 from ._base import SearchSetup, Strategy, Verdict
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
 # the others follow in the space's order. Order matters only when trials are few.
 PRIORITY = ("pml", "*_algorithm", "*ALGORITHM*", "UCX_TLS", "UCX_RNDV_THRESH*",
             "UCX_ZCOPY_THRESH", "coll_*_enable", "coll_*_priority")
-NOISE_PRIOR_SD = 0.05  # per-round sd of a score before the study has measured its own
+NOISE_PRIOR_SD = 0.1  # per-round sd of a score before the study has measured its own
 NOISE_PRIOR_DF = 4  # how many rounds' worth of evidence that prior counts for
 TOP = 10  # configurations whose posterior sd is worked out when looking for the best
 QUEUED = (TrialKey.IS_DEFAULT, TrialKey.WARM_START, TrialKey.REQUEUED_FROM, TrialKey.EXPLORED)
@@ -77,9 +78,22 @@ class Measured:
 
     @property
     def mean(self) -> float:
+        """Its typical round score: the trimmed mean (the lowest and the highest round dropped
+        from three on, as a trial's score drops them), 0 for the default. A launch can land on
+        another latency level than its default's (here 0.18 or 0.55 us at 8 B, for minutes):
+        one such round must not make or break a configuration."""
         if self.reference or not self.rounds:
             return 0.0
-        return float(np.mean(self.rounds))
+        return objective.trimmed_mean(self.rounds)
+
+    @property
+    def spread(self) -> float:
+        """A robust sd of its rounds (1.4826 median absolute deviations; from two rounds,
+        their difference over sqrt 2)."""
+        if self.n == 2:
+            return abs(self.rounds[0] - self.rounds[1]) / math.sqrt(2)
+        rounds = np.asarray(self.rounds)
+        return float(1.4826 * np.median(np.abs(rounds - np.median(rounds))))
 
 
 class ScreenStrategy(Strategy):
@@ -89,13 +103,14 @@ class ScreenStrategy(Strategy):
 
     def __init__(self, seed: int | None = None, *, race: bool = True, default_rounds: int = 2,
                  z_continue: float = 1.0, min_gain: float = 0.01,
-                 pair_scale: float | None = None) -> None:
+                 pair_scale: float | None = None, noise_prior: float = NOISE_PRIOR_SD) -> None:
         self.seed = seed
         self.race = race
         self.default_rounds = default_rounds
         self.z_continue = z_continue
         self.min_gain = min_gain
         self.pair_scale = pair_scale
+        self.noise_prior = noise_prior
         self.rng = np.random.default_rng(seed)
         self._sampler = PlannedSampler()
         self._lock = threading.RLock()
@@ -230,15 +245,18 @@ class ScreenStrategy(Strategy):
 
     def _busy(self) -> set[tuple]:
         """Configurations not to propose: running, or measured in full."""
-        return ({k for k, m in self.measured.items() if m.complete or m.n >= self._most_rounds()}
-                | {params_key(p) for p in self.running.values()})
+        return self._full() | {params_key(p) for p in self.running.values()}
+
+    def _full(self) -> set[tuple]:
+        return {k for k, m in self.measured.items() if m.complete or m.n >= self._most_rounds()}
 
     def _most_rounds(self) -> int:
         return self.setup.repetitions if self.setup else 5
 
     def measures_again(self, params: Mapping[str, Any]) -> bool:
+        """A configuration stopped early that the model proposed again gets more rounds."""
         with self._lock:
-            return params_key(dict(params)) not in self._busy()
+            return params_key(dict(params)) not in self._full()
 
     def _next_point(self) -> dict[str, Any]:
         busy = self._busy()
@@ -362,14 +380,14 @@ class ScreenStrategy(Strategy):
                 for r in range(n)]
 
     def noise_sd(self) -> float:
-        """Per-round sd of a score, pooled over configurations measured more than once, with a
-        prior worth NOISE_PRIOR_DF rounds. (Not the default's rounds: default against default,
-        their spread is not a candidate's.)"""
-        ss = NOISE_PRIOR_DF * NOISE_PRIOR_SD ** 2
+        """Per-round sd of a score, pooled over configurations measured more than once (each
+        one's robust spread), with a prior worth NOISE_PRIOR_DF rounds. (Not the default's
+        rounds: default against default, their spread is not a candidate's.)"""
+        ss = NOISE_PRIOR_DF * self.noise_prior ** 2
         df = NOISE_PRIOR_DF
         for m in self.measured.values():
             if m.n >= 2 and not m.reference:
-                ss += float(np.var(m.rounds, ddof=1)) * (m.n - 1)
+                ss += m.spread ** 2 * (m.n - 1)
                 df += m.n - 1
         return math.sqrt(ss / df)
 
