@@ -69,7 +69,9 @@ def check_intact(study):
     for t in trials:
         if t.state == optuna.trial.TrialState.COMPLETE:
             raw = t.user_attrs["raw_us"]
-            assert len(raw) == 8 and all(len(v) == 3 for v in raw.values()), t.number
+            # a candidate has its 3 rounds; the default is complete after 2 (the screen strategy)
+            rounds = 2 if t.user_attrs.get("is_default") else 3
+            assert len(raw) == 8 and all(len(v) == rounds for v in raw.values()), t.number
             origin = t.user_attrs.get("requeued_from")
             if origin is not None:
                 assert by_number[origin].state != optuna.trial.TrialState.COMPLETE, (t.number, origin)
@@ -189,7 +191,7 @@ def test_two_hundred_consecutive_failures(tmp_path, monkeypatch):
     finally:
         session.lock.release()
     states = [o.state for o in summary.outcomes]
-    assert states.count("COMPLETE") == 1 and states.count("FAIL") == 200, states
+    assert states.count("COMPLETE") == 1 and states.count("FAIL") == 200, (states, summary.stopped_because)
     expected = {"segfault": "crash", "abort": "config", "garbage": "crash", "flood": "crash",
                 "truncated": "crash", "negative": "crash", "init-error": "config", "hang": "timeout"}
     cycle = ["segfault", "abort", "garbage", "flood", "truncated", "negative", "init-error"]

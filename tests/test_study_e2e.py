@@ -1,4 +1,5 @@
-"""A real small study through the CLI: real mpirun, 2 ranks, real SQLite storage."""
+"""A real small study through the CLI: real mpirun, 2 ranks, real SQLite storage, the default
+strategy (screen: rounds of one launch per size block, losers stopped after a round)."""
 import io
 import json
 import subprocess
@@ -15,8 +16,9 @@ pytestmark = pytest.mark.mpi
 
 SPACE = ROOT / "tests" / "data" / "space-with-losers.yaml"
 SIZES = "8:16k"  # 12 sizes in 3 stages of 4
-REPS = 3
-STAGES = 3  # the exact Wilcoxon test needs 4 launches: a pruned trial stops in the 2nd stage
+REPS = 3  # a candidate's rounds when it is not stopped early
+STAGES = 3  # size blocks: a round is one launch of each
+DEFAULT_ROUNDS = 2  # the default trial is complete after two rounds (ScreenStrategy)
 
 
 @pytest.fixture(scope="module")
@@ -72,41 +74,42 @@ def test_study_has_a_complete_default_trial_with_raw_data(study_run):
     assert default.params == {"UCX_TLS": "all", "UCX_RNDV_THRESH": "auto"}
     baselines = [k for k in study.user_attrs if k.startswith("autotune.baseline.")]
     # every launch of the default trial is paired with a default launch measured right before it
-    assert len(default.user_attrs["baseline_ids"]) == REPS * STAGES
-    assert len(set(default.user_attrs["baseline_ids"])) == REPS * STAGES
-    assert len(baselines) >= REPS * STAGES
+    assert len(default.user_attrs["baseline_ids"]) == DEFAULT_ROUNDS * STAGES
+    assert len(set(default.user_attrs["baseline_ids"])) == DEFAULT_ROUNDS * STAGES
+    assert len(baselines) >= DEFAULT_ROUNDS * STAGES
     paired = default.user_attrs["default_us"]
     assert set(paired) == set(default.user_attrs["raw_us"])
-    assert all(len(v) == REPS for v in paired.values())
+    assert all(len(v) == DEFAULT_ROUNDS for v in paired.values())
 
 
 def test_completed_trials_keep_every_size_and_repetition(study_run):
     _, _, study = study_run
     complete = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
     assert complete
+    assert any(not t.user_attrs["is_default"] for t in complete), summary(study)
     for trial in complete:
+        rounds = DEFAULT_ROUNDS if trial.user_attrs["is_default"] else REPS
         raw = trial.user_attrs["raw_us"]
-        assert len(raw) == 12 and all(len(v) == REPS for v in raw.values())
+        assert len(raw) == 12 and all(len(v) == rounds for v in raw.values())
         assert trial.user_attrs["sizes_measured"] == 12
-        assert trial.user_attrs["launch_count"] == STAGES * REPS
+        assert trial.user_attrs["launch_count"] == STAGES * rounds
         launch = trial.user_attrs["launches"][0]
         assert launch["argv"][0].endswith("mpirun") and launch["hosts"]
         assert trial.user_attrs["host"]["mpi"].startswith("Open MPI")
         assert trial.user_attrs["speedup"] == pytest.approx(2.718281828 ** -trial.value, rel=1e-6)
 
 
-def test_a_pruned_trial_measured_fewer_sizes_and_launches(study_run):
+def test_a_losing_trial_stops_after_one_round_of_every_size(study_run):
     _, _, study = study_run
-    full = study.trials[0].user_attrs
     pruned = study.get_trials(states=(optuna.trial.TrialState.PRUNED,))
-    assert pruned, "no trial was pruned"
-    cheap = [t for t in pruned if t.user_attrs["sizes_measured"] < full["sizes_measured"]]
-    assert cheap, summary(study)
-    for trial in cheap:
-        assert trial.user_attrs["launch_count"] < full["launch_count"]
-        assert trial.user_attrs["bench_seconds"] < full["bench_seconds"]
-    # the slow transport (about 7x at small sizes here) is stopped in the first stage
-    assert any(t.params["UCX_TLS"] == "self,tcp" for t in cheap), summary(study)
+    assert pruned, "no trial was stopped early\n" + summary(study)
+    for trial in pruned:  # a round scores every size: one launch of each block
+        assert trial.user_attrs["sizes_measured"] == 12
+        assert trial.user_attrs["launch_count"] % STAGES == 0
+        assert trial.user_attrs["launch_count"] < STAGES * REPS, summary(study)
+    # the slow transport (about 7x at small sizes here) is stopped after its first round
+    tcp = [t for t in pruned if t.params["UCX_TLS"] == "self,tcp"]
+    assert tcp and all(t.user_attrs["launch_count"] == STAGES for t in tcp), summary(study)
 
 
 def test_config_that_breaks_mpi_fails_its_trial_and_the_study_goes_on(study_run):

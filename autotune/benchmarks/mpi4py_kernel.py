@@ -210,7 +210,8 @@ class Collective:
             recv = send  # one buffer: the root's is sent, the others' receive
         f, args = call_args(comm, collective, send, recv)
         if is_nonblocking(collective):
-            return cls(base, comm, size, send, recv, repeat_wait(f, args), collective, f, args)
+            return cls(base, comm, size, send, recv, repeat_wait(f, args), collective,
+                       start=f, args=args)
         return cls(base, comm, size, send, recv, repeat(f, args), collective,
                    timed=timed(f, args, comm.Barrier))
 

@@ -3,7 +3,7 @@ screening measures (strategy._screen) and the agreement benchmark compares."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._model import Parameter
@@ -26,16 +26,35 @@ def completed(params: Sequence[Parameter], point: Mapping[str, Any]) -> dict[str
     return out
 
 
+def spread_values(p: Parameter, most: int = 8) -> list[Any]:
+    """At most `most` values of a parameter spread over its range: an integer range's ends and
+    points between them (geometric when it spans more than a decade), every choice otherwise.
+    What screening tries of a knob, where trying each of 100,000 thresholds would be absurd."""
+    values = values_of(p)
+    if p.type != "int" or p.low is None or p.high is None or len(values) <= most:
+        return values
+    low, high = values[0], values[-1]
+    if low > 0 and high / low > 10:
+        raw = [low * (high / low) ** (i / (most - 1)) for i in range(most)]
+    else:
+        raw = [low + (high - low) * i / (most - 1) for i in range(most)]
+    step = p.step or 1
+    picked = sorted({min(high, max(low, low + round((r - low) / step) * step)) for r in raw})
+    return [p.default] + [v for v in picked if v != p.default] if p.default in values else picked
+
+
 def one_knob_changes(params: Sequence[Parameter], base: Mapping[str, Any],
-                     only: set[str] | None = None) -> list[dict[str, Any]]:
+                     only: set[str] | None = None,
+                     values: Callable[[Parameter], list[Any]] = values_of) -> list[dict[str, Any]]:
     """`base` with one knob (active in `base`; one of `only` if given) set to each of its other
-    values, in the order of `params`; context parameters (NPS) are never changed."""
+    `values` (all by default), in the order of `params`; context parameters (NPS) are never
+    changed."""
     points: list[dict[str, Any]] = []
     seen = {_key(base)}
     for p in params:
         if p.apply == "context" or p.name not in base or (only is not None and p.name not in only):
             continue
-        for value in values_of(p):
+        for value in values(p):
             if str(value) == str(base[p.name]):
                 continue
             point = completed(params, {**base, p.name: value})

@@ -43,7 +43,7 @@ from optuna.trial import FrozenTrial, TrialState
 from scipy import sparse
 
 from .. import objective
-from ..space import one_knob_changes
+from ..space import one_knob_changes, spread_values
 from ..storage import TrialKey, TrialRecord, params_key
 from ._base import SearchSetup, Strategy, Verdict
 from ._planned import PlannedSampler
@@ -118,6 +118,7 @@ class ScreenStrategy(Strategy):
         self.setup: SearchSetup | None = None
         self.measured: dict[tuple, Measured] = {}
         self.running: dict[int, dict[str, Any]] = {}  # trial number -> params
+        self.refused: set[tuple] = set()  # configurations whose trial failed: never again
         self.scores: dict[int, dict[int, list[float]]] = {}  # trial -> block -> launch scores
         self.params: tuple[Parameter, ...] = ()
         self.knob_order: list[str] = []  # screening order (PRIORITY, then the space's)
@@ -146,6 +147,8 @@ class ScreenStrategy(Strategy):
             self.surrogate = Surrogate()
             self.measured.clear()
             self._version += 1
+            self.refused = {params_key(dict(t.params)) for t in setup.study.get_trials(
+                deepcopy=False, states=(TrialState.FAIL,)) if t.params}
             for trial in setup.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,
                                                                         TrialState.PRUNED)):
                 record = TrialRecord.from_trial(trial)
@@ -186,7 +189,8 @@ class ScreenStrategy(Strategy):
                 base = incumbent if not second else self._best_with(name)
                 if base is None:
                     continue
-                for point in one_knob_changes(self.params, base, only={name}):
+                for point in one_knob_changes(self.params, base, only={name},
+                                              values=spread_values):
                     if params_key(point) not in taken:
                         return point
                 self.screened.add(name)
@@ -244,8 +248,9 @@ class ScreenStrategy(Strategy):
         return params
 
     def _busy(self) -> set[tuple]:
-        """Configurations not to propose: running, or measured in full."""
-        return self._full() | {params_key(p) for p in self.running.values()}
+        """Configurations not to propose: running, measured in full, or failed (MPI refused
+        it, it crashed or gave wrong results; one the cluster lost is queued again anyway)."""
+        return self._full() | self.refused | {params_key(p) for p in self.running.values()}
 
     def _full(self) -> set[tuple]:
         return {k for k, m in self.measured.items() if m.complete or m.n >= self._most_rounds()}
@@ -394,6 +399,8 @@ class ScreenStrategy(Strategy):
     def trial_finished(self, number: int, params: dict[str, Any], state: str) -> None:
         with self._lock:
             self.running.pop(number, None)
+            if state == "FAIL":
+                self.refused.add(params_key(params))
             rounds = self._rounds_of(number) if state in ("COMPLETE", "PRUNED") else []
             self.scores.pop(number, None)
             if rounds:

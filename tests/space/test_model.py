@@ -148,3 +148,18 @@ def test_suggest_asks_conditional_parameter_only_when_active():
     params = space.suggest(trial, ALLREDUCE)
     assert params["coll_tuned_allreduce_algorithm"] == 6
     assert "coll_tuned_allreduce_algorithm_segmentsize" not in trial.asked
+
+
+def test_screening_spreads_a_wide_integer_range_over_a_few_values():
+    from autotune.space import Parameter, spread_values
+
+    wide = Parameter(name="UCX_RNDV_THRESH", apply="env", type="int", low=1, high=100000,
+                     default=8192)
+    values = spread_values(wide)
+    assert len(values) <= 9 and values[0] == 8192 and {1, 100000} <= set(values)
+    assert values[1:] == sorted(values[1:])  # geometric: 1, 5, 27, ..., 100000
+    narrow = Parameter(name="k", apply="env", type="int", low=0, high=5, default=0)
+    assert spread_values(narrow) == [0, 1, 2, 3, 4, 5]
+    many = Parameter(name="coll_tuned_bcast_algorithm", apply="mca", type="categorical",
+                     choices=("unset", *range(1, 10)), default="unset")
+    assert spread_values(many) == list(many.choices)  # choices are all screened

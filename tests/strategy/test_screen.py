@@ -140,3 +140,20 @@ def test_the_posterior_between_evidence_fits_is_bayesian_ridges_own():
     _, sd = model.predict(x.toarray()[:5], return_std=True)
     noise = 1 / np.sqrt(model.alpha_)
     assert np.allclose(np.sqrt(fitted.sd(x[:5]) ** 2 + noise ** 2), sd, rtol=1e-4)
+
+
+def test_a_configuration_that_failed_is_never_proposed_again(tmp_path):
+    """A combination the grid lacks fails as MPI would refuse it: screening and the model move on
+    instead of proposing it until the controller gives up."""
+    import pandas as pd
+
+    path = tmp_path / "holes.csv"
+    write_synthetic(path)
+    frame = pd.read_csv(path, keep_default_na=False, dtype=str)
+    lost = (frame["pml"] == "ucx") & frame["coll_tuned_allreduce_algorithm"].isin(["", "1"])
+    frame = frame[~lost]  # pml=ucx with algorithm unset or 1 fails, whatever UCX_TLS
+    frame.to_csv(path, index=False)
+    _, study = replay_study(read_grid(path), "screen", budget=12, seed=0)
+    failed = [config_key(t.params) for t in study.trials if t.state == TrialState.FAIL]
+    assert len(failed) >= 2 and len(failed) == len(set(failed))
+    assert len([t for t in study.trials if t.state != TrialState.FAIL]) >= 8
