@@ -3,7 +3,8 @@
 IMB-MPI1 measures it? Run after the README quick start (same AUTOTUNE_HOME).
 
 The arms: the exported configuration, and every configuration one knob away from the untuned
-stack (plain `pml=ucx`, each algorithm, each mapping, ...), all measured with IMB-MPI1 against
+stack (the export is one arm with them when it is itself one of them: two arms of one
+configuration would differ by noise alone) (plain `pml=ucx`, each algorithm, each mapping, ...), all measured with IMB-MPI1 against
 the untuned stack in `--rounds` interleaved rounds (scripts/_interleaved.py), with the study's
 sizes and weights. An arm's speedup is the median over the rounds of exp(-round score), as
 issue 21 asks, and the mean with its Student-t 95% interval beside it. The verdicts:
@@ -33,9 +34,10 @@ from autotune.export import best_config  # noqa: E402
 from autotune.launch import LocalLauncher  # noqa: E402
 from autotune.measure import MeasurementPlan, Measurer  # noqa: E402
 from autotune.probe import probe_capabilities  # noqa: E402
-from autotune.space import (LaunchSettings, TrialContext, load_space,  # noqa: E402
+from autotune.space import (LaunchSettings, TrialContext, completed, load_space,  # noqa: E402
                             one_knob_changes, resolve)
-from autotune.storage import default_storage_url, open_storage, stored_config  # noqa: E402
+from autotune.storage import (default_storage_url, open_storage, params_key,  # noqa: E402
+                              stored_config)
 
 QUICK_START_STUDY = "allreduce-1n2p-openmpi-ucx+openmpi-tuned"
 
@@ -66,15 +68,21 @@ def main() -> int:
     default = space.defaults(ctx, resolved.context_values)
     arms = []
     exported = None
-    if not best.is_default:
+    export_key = None if best.is_default else params_key(
+        completed(space.for_context(ctx), dict(best.params)))
+    for point in one_knob_changes(space.for_context(ctx), default):
+        label = " ".join(f"{k}={v}" for k, v in point.items() if str(default.get(k)) != str(v))
+        arm = Arm(label, space.settings(point, ctx), point)
+        if params_key(point) == export_key:  # the export is itself a single-knob change: one arm
+            arm = exported = Arm(f"the export: {label}", arm.settings, point)
+        arms.append(arm)
+    single_arms = list(arms)
+    if not best.is_default and exported is None:
         exported = Arm("the export: " + " ".join(
             f"{k}={v}" for k, v in best.params.items() if str(default.get(k)) != str(v)),
             LaunchSettings(env=tuple(best.env.items()), mca=tuple(best.mca.items()),
                            mpirun_args=tuple(best.mpirun_args)), dict(best.params))
-        arms.append(exported)
-    for point in one_knob_changes(space.for_context(ctx), default):
-        label = " ".join(f"{k}={v}" for k, v in point.items() if str(default.get(k)) != str(v))
-        arms.append(Arm(label, space.settings(point, ctx), point))
+        arms.insert(0, exported)
     plan = MeasurementPlan(collective=config.collective, nodes=config.nodes, ppn=config.ppn,
                            sizes=config.sizes, repetitions=1, stages=1,
                            time_per_size=args.time_per_size)
@@ -95,7 +103,7 @@ def main() -> int:
         print(f"{arm.label}\t{median or 0:.3f}\t{shown}\t{len(arm.scores.get('imb', []))}")
         rows.append({"arm": arm.label, "median": median, "mean": mean,
                      "rounds": arm.scores.get("imb", [])})
-    singles = [a for a in arms if a is not exported and a.median_speedup("imb")]
+    singles = [a for a in single_arms if a.median_speedup("imb")]  # the export too, if it is one
     top = max(singles, key=lambda a: a.median_speedup("imb") or 0)
     export_speedup = exported.median_speedup("imb") if exported else 1.0
     gap = ((top.median_speedup("imb") or 0) - (export_speedup or 0)) * 100

@@ -17,8 +17,11 @@ Measurement is the cost, so it is spent where it can change the answer:
 - a trial is measured in rounds, one launch of every size block per round; a round is cheap to
   judge because its blocks together cover every size;
 - after each round, a trial goes on only while its optimistic estimate (mean less `z_continue`
-  standard errors) beats the best configuration so far by `min_gain`; otherwise it is pruned,
-  having cost one or two rounds instead of all of them;
+  standard errors; `z_first` after its first round) beats the best configuration so far by
+  `min_gain`; otherwise it is pruned, having cost one or two rounds instead of all of them. One
+  round is judged more leniently because launch noise here is not normal: a launch of pml ucx
+  can sit on a small-message latency level 3-4x the usual one for minutes, and one such round
+  pruned plain `pml=ucx` (1.27x under IMB) in a quick start;
 - the default trial gets `default_rounds` rounds (it is the reference row of the report; the
   default is also measured before every few candidate launches anyway);
 - one default launch pairs with up to `baseline_every` candidate launches of different trials
@@ -102,12 +105,13 @@ class ScreenStrategy(Strategy):
     baseline_every = 3
 
     def __init__(self, seed: int | None = None, *, race: bool = True, default_rounds: int = 2,
-                 z_continue: float = 1.0, min_gain: float = 0.01,
+                 z_continue: float = 1.0, z_first: float = 2.0, min_gain: float = 0.01,
                  pair_scale: float | None = None, noise_prior: float = NOISE_PRIOR_SD) -> None:
         self.seed = seed
         self.race = race
         self.default_rounds = default_rounds
         self.z_continue = z_continue
+        self.z_first = z_first
         self.min_gain = min_gain
         self.pair_scale = pair_scale
         self.noise_prior = noise_prior
@@ -362,16 +366,17 @@ class ScreenStrategy(Strategy):
         fitted = self._fit(measured)
         others = [m for k, m in measured.items() if m.n >= 2 and k != key and not m.reference]
         bar = -math.log1p(self.min_gain)
+        z = self.z_first if mine.n == 1 else self.z_continue
         if fitted is None:  # too little evidence for a model: its own rounds only
             sd = self.noise_sd()
             best = min((m.mean + 0.5 * sd / math.sqrt(m.n) for m in others), default=0.0)
-            return mine.mean - self.z_continue * sd / math.sqrt(mine.n) < best + bar
+            return mine.mean - z * sd / math.sqrt(mine.n) < best + bar
         x = self._pool_matrix()[[pool.add(m.params) for m in (mine, *others)]]
         mean = fitted.mean(x)
         top = 1 + np.argsort(mean[1:])[:TOP]  # the sd of the best few only: it costs
         sd = fitted.sd(x[np.concatenate(([0], top))])
         best = min(0.0, float(np.min(mean[top] + 0.5 * sd[1:]))) if others else 0.0
-        return float(mean[0] - self.z_continue * sd[0]) < best + bar
+        return float(mean[0] - z * sd[0]) < best + bar
 
     def _rounds_of(self, number: int) -> list[float]:
         setup = self.setup
