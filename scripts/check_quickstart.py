@@ -3,11 +3,12 @@
 IMB-MPI1 measures it? Run after the README quick start (same AUTOTUNE_HOME).
 
 The arms: the exported configuration, and every configuration one knob away from the untuned
-stack (the export is one arm with them when it is itself one of them: two arms of one
-configuration would differ by noise alone) (plain `pml=ucx`, each algorithm, each mapping, ...), all measured with IMB-MPI1 against
-the untuned stack in `--rounds` interleaved rounds (scripts/_interleaved.py), with the study's
-sizes and weights. An arm's speedup is the median over the rounds of exp(-round score), as
-issue 21 asks, and the mean with its Student-t 95% interval beside it. The verdicts:
+stack (plain `pml=ucx`, each algorithm, each mapping, ...; the export is one arm with them when
+it is itself one of them: two arms of one configuration would differ by noise alone), all
+measured with IMB-MPI1 against the untuned stack in `--rounds` interleaved rounds
+(scripts/_interleaved.py), with the study's sizes and weights. An arm's speedup is the median
+over the rounds of exp(-round score), as issue 21 asks, and the mean with its Student-t 95%
+interval beside it. The verdicts:
 - the export is at most `--gap` percentage points below the best single-knob change;
 - its claim reproduces: IMB's median speedup lies inside the confirmation's interval (an export of
   the untuned stack claims nothing).

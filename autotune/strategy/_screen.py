@@ -20,7 +20,7 @@ Measurement is the cost, so it is spent where it can change the answer:
   standard errors; `z_first` after its first round) beats the best configuration so far by
   `min_gain`; otherwise it is pruned, having cost one or two rounds instead of all of them. One
   round is judged more leniently because launch noise here is not normal: a launch of pml ucx
-  can sit on a small-message latency level 3-4x the usual one for minutes, and one such round
+  can sit on a small-message latency level 2-4x the usual one for minutes, and one such round
   pruned plain `pml=ucx` (1.27x under IMB) in a quick start;
 - the default trial gets `default_rounds` rounds (it is the reference row of the report; the
   default is also measured before every few candidate launches anyway);
