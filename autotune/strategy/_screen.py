@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
-from scipy import sparse
+from scipy import sparse, stats
 
 from .. import objective
 from ..space import one_knob_changes, spread_values
@@ -91,12 +91,11 @@ class Measured:
 
     @property
     def spread(self) -> float:
-        """A robust sd of its rounds (1.4826 median absolute deviations; from two rounds,
-        their difference over sqrt 2)."""
+        """A robust sd of its rounds (the median absolute deviation scaled to a normal sd;
+        from two rounds, their difference over sqrt 2)."""
         if self.n == 2:
             return abs(self.rounds[0] - self.rounds[1]) / math.sqrt(2)
-        rounds = np.asarray(self.rounds)
-        return float(1.4826 * np.median(np.abs(rounds - np.median(rounds))))
+        return float(stats.median_abs_deviation(self.rounds, scale="normal"))
 
 
 class ScreenStrategy(Strategy):
