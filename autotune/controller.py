@@ -418,6 +418,10 @@ class Controller:
             else:
                 self.study.tell(trial, state=TrialState.FAIL)
         except KeyboardInterrupt:
+            stored = self.study._storage.get_trial(trial._trial_id)  # noqa: SLF001
+            if not stored.state.is_finished():  # sealed as failed, not as an outcome not told
+                trial.set_user_attr(TrialKey.CHECKSUM, record_checksum(
+                    trial.params, {**trial.user_attrs, **attrs}, None))
             self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
             self.strategy.trial_finished(trial.number, params, "FAIL")
             raise

@@ -400,10 +400,11 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
         raise AutotuneError(f"cannot create study {name!r}: {exc}") from None
     notes: list[str] = []
     launches_per_trial = options.repetitions * len(plan.blocks())
-    if options.prune and 0.5 ** min(launches_per_trial - 1, 30) >= options.p_threshold:
+    wilcoxon = options.prune and options.strategy == "tpe"  # the one that prunes on p-values
+    if wilcoxon and 0.5 ** min(launches_per_trial - 1, 30) >= options.p_threshold:
         notes.append(f"pruning can never trigger: {launches_per_trial - 1} launches give at best "
                      f"p={0.5 ** (launches_per_trial - 1):.3g} >= --p-threshold {options.p_threshold}")
-    elif options.prune and options.prune_after >= launches_per_trial:
+    elif wilcoxon and options.prune_after >= launches_per_trial:
         notes.append(f"pruning is off in effect: --prune-after {options.prune_after} >= the "
                      f"{launches_per_trial} launches of a trial")
     previous = stored_config(study)

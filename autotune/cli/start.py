@@ -80,12 +80,13 @@ from .options import (
                    "block (of different trials); each candidate launch is divided by the default "
                    "launch nearest before it  [default: 3 with screen, else 1]")
 @click.option("--prune/--no-prune", default=True, show_default=True,
-              help="stop losing configurations early (Wilcoxon test against the best trial)")
+              help="stop losing configurations early (screen: when the model's optimistic estimate "
+                   "cannot beat the best by 1%; tpe: Wilcoxon test against the best trial)")
 @click.option("--prune-after", type=click.IntRange(min=2), default=4, show_default=True,
-              help="launches a trial gets before it may be pruned (at p<0.1 the exact test "
-                   "needs 4)")
+              help="tpe: launches a trial gets before it may be pruned (at p<0.1 the exact "
+                   "test needs 4)")
 @click.option("--p-threshold", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.1, show_default=True, help="p-value below which a trial is pruned")
+              default=0.1, show_default=True, help="tpe: p-value below which a trial is pruned")
 @click.option("--oversubscribe", is_flag=True, help="allow more ranks than cores (timings suffer)")
 @click.option("--seed", type=int, default=None, help="seed of the sampler and of the size orders")
 @click.option("--foreground", is_flag=True,

@@ -163,8 +163,9 @@ class TrialRecord:
         where = f"trial {number}"
         stored = dict(getattr(trial, "user_attrs", None) or {})
         value = getattr(trial, "value", None)
-        check_record(number, dict(getattr(trial, "params", None) or {}), stored,
-                     value if trial.state.name == "COMPLETE" else None)
+        if trial.state.is_finished():  # a running record may be sealed for a state not yet told
+            check_record(number, dict(getattr(trial, "params", None) or {}), stored,
+                         value if trial.state.name == "COMPLETE" else None)
         attrs: Attrs = Attrs(stored, where)
         return cls(
             number=number, state=trial.state.name, params=dict(trial.params),
