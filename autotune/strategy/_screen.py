@@ -74,6 +74,9 @@ class Measured:
     rounds: list[float] = field(default_factory=list)
     complete: list[int] = field(default_factory=list)  # its trials measured in full
     reference: bool = False  # the default: its score is 0 by definition
+    row: int | None = None  # its row in the pool, once asked for
+    _mean: tuple[int, float] = field(default=(-1, 0.0), repr=False, compare=False)
+    _spread: tuple[int, float] = field(default=(-1, 0.0), repr=False, compare=False)
 
     @property
     def n(self) -> int:
@@ -87,15 +90,22 @@ class Measured:
         one such round must not make or break a configuration."""
         if self.reference or not self.rounds:
             return 0.0
-        return objective.trimmed_mean(self.rounds)
+        if self._mean[0] != self.n:  # kept until a round is added: asked for on every fit
+            self._mean = (self.n, objective.trimmed_mean(self.rounds))
+        return self._mean[1]
 
     @property
     def spread(self) -> float:
         """A robust sd of its rounds (the median absolute deviation scaled to a normal sd;
-        from two rounds, their difference over sqrt 2)."""
-        if self.n == 2:
-            return abs(self.rounds[0] - self.rounds[1]) / math.sqrt(2)
-        return float(stats.median_abs_deviation(self.rounds, scale="normal"))
+        from two rounds, their difference over sqrt 2). Kept until a round is added: the
+        pooled noise asks every configuration's after every trial."""
+        if self._spread[0] != self.n:
+            if self.n == 2:
+                value = abs(self.rounds[0] - self.rounds[1]) / math.sqrt(2)
+            else:
+                value = float(stats.median_abs_deviation(self.rounds, scale="normal"))
+            self._spread = (self.n, value)
+        return self._spread[1]
 
 
 class ScreenStrategy(Strategy):
@@ -132,6 +142,7 @@ class ScreenStrategy(Strategy):
         self._x: sparse.csr_matrix | None = None  # features of the pool's configurations
         self._version = 0  # bumped whenever `measured` changes
         self._fitted: tuple[int, Fit | None] = (-1, None)
+        self._noise: tuple[int, float] = (-1, 0.0)  # noise_sd() at a version of `measured`
 
     # ------------------------------------------------------------------ setup
 
@@ -223,7 +234,7 @@ class ScreenStrategy(Strategy):
             values = np.array([m.mean + 0.5 * sd / math.sqrt(m.n) for m in chosen])
         else:
             assert self.pool is not None
-            x = self._pool_matrix()[[self.pool.add(m.params) for m in chosen]]
+            x = self._pool_matrix()[[self._row(m) for m in chosen]]
             means = fitted.mean(x)
             top = np.argsort(means)[:TOP]  # the sd of the best few only: it costs
             chosen = [chosen[i] for i in top]
@@ -309,6 +320,13 @@ class ScreenStrategy(Strategy):
         assert self._x is not None
         return self._x
 
+    def _row(self, m: Measured) -> int:
+        """A measured configuration's row in the pool (added to the pool if it was not in it)."""
+        if m.row is None:
+            assert self.pool is not None
+            m.row = self.pool.add(m.params)
+        return m.row
+
     def _fit(self, measured: Mapping[tuple, Measured] | None = None) -> Fit | None:
         """The model on every configuration measured so far (the default at 0; or on
         `measured`), or None before there are two. The fit on what was measured is kept until
@@ -322,7 +340,7 @@ class ScreenStrategy(Strategy):
         measured = [m for m in measured.values() if m.n]
         if len(measured) < 2:
             return None
-        rows = [pool.add(m.params) for m in measured]
+        rows = [self._row(m) for m in measured]
         x = self._pool_matrix()[rows]
         y = np.array([m.mean for m in measured])
         weight = np.array([m.n for m in measured], dtype=float)
@@ -358,7 +376,7 @@ class ScreenStrategy(Strategy):
         pool = self.pool
         assert pool is not None
         key = params_key(params)
-        measured = {k: Measured(m.params, list(m.rounds), m.complete, m.reference)
+        measured = {k: Measured(m.params, list(m.rounds), m.complete, m.reference, m.row)
                     for k, m in self.measured.items()}
         mine = measured.setdefault(key, Measured(dict(params)))
         mine.rounds.extend(rounds)
@@ -370,7 +388,7 @@ class ScreenStrategy(Strategy):
             sd = self.noise_sd()
             best = min((m.mean + 0.5 * sd / math.sqrt(m.n) for m in others), default=0.0)
             return mine.mean - z * sd / math.sqrt(mine.n) < best + bar
-        x = self._pool_matrix()[[pool.add(m.params) for m in (mine, *others)]]
+        x = self._pool_matrix()[[self._row(m) for m in (mine, *others)]]
         mean = fitted.mean(x)
         top = 1 + np.argsort(mean[1:])[:TOP]  # the sd of the best few only: it costs
         sd = fitted.sd(x[np.concatenate(([0], top))])
@@ -392,13 +410,16 @@ class ScreenStrategy(Strategy):
         """Per-round sd of a score, pooled over configurations measured more than once (each
         one's robust spread), with a prior worth NOISE_PRIOR_DF rounds. (Not the default's
         rounds: default against default, their spread is not a candidate's.)"""
+        if self._noise[0] == self._version:
+            return self._noise[1]
         ss = NOISE_PRIOR_DF * self.noise_prior ** 2
         df = NOISE_PRIOR_DF
         for m in self.measured.values():
             if m.n >= 2 and not m.reference:
                 ss += m.spread ** 2 * (m.n - 1)
                 df += m.n - 1
-        return math.sqrt(ss / df)
+        self._noise = (self._version, math.sqrt(ss / df))
+        return self._noise[1]
 
     def trial_finished(self, number: int, params: dict[str, Any], state: str) -> None:
         with self._lock:
@@ -436,7 +457,7 @@ class ScreenStrategy(Strategy):
             if fitted is None:
                 means = np.array([m.mean for m in full])
             else:
-                means = fitted.mean(self._pool_matrix()[[pool.add(m.params) for m in full]])
+                means = fitted.mean(self._pool_matrix()[[self._row(m) for m in full]])
             default_key = params_key(self.setup.default_params) if self.setup else None
             ranked = sorted((float(v), i) for i, v in enumerate(means))
             numbers = [full[i].complete[-1] for v, i in ranked
