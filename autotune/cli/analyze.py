@@ -7,6 +7,7 @@ prints like the others: rich tables on a terminal, tab-separated when piped, `--
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,7 @@ class TableAnalysis:
 class AnalyzeReport:
     tables: tuple[TableAnalysis, ...]
     notes: tuple[str, ...] = ()
+    unreadable: tuple[str, ...] = ()  # files with no IMB table, each with why
 
 
 def _collectives() -> tuple[str, ...]:
@@ -78,8 +80,12 @@ def analyze(files: tuple[str, ...], collective: str, noise: float | None, latenc
             max_regions: int, fmt: str) -> None:
     """Hockney model (t_L, B, M_half per protocol region) and throughput cliffs of IMB-MPI1 /
     IMB-NBC outputs, also when the IMB table is embedded in other text."""
-    render.emit(analyze_files(files, collective, noise, latency, max_regions),
-                "json" if fmt == "json" else "text")
+    report = analyze_files(files, collective, noise, latency, max_regions)
+    render.emit(report, "json" if fmt == "json" else "text")
+    if report.unreadable:  # the others were analyzed; the run still failed
+        for reason in report.unreadable:
+            click.echo(f"autotune: error: {reason}", err=True)
+        sys.exit(InputError.exit_code)
 
 
 def analyze_files(files: tuple[str, ...], collective: str = "auto", noise: float | None = None,
@@ -88,8 +94,13 @@ def analyze_files(files: tuple[str, ...], collective: str = "auto", noise: float
 
     tables: list[TableAnalysis] = []
     notes: list[str] = []
+    unreadable: list[str] = []
     for path in files:
-        imb_file = read_imb_file(path, latency)
+        try:
+            imb_file = read_imb_file(path, latency)
+        except InputError as exc:  # named, and the other files are still analyzed
+            unreadable.append(str(exc))
+            continue
         notes += [f"{path}: {line}" for line in imb_file.skipped]
         for imb in imb_file.curves:
             name = imb.collective if collective == "auto" else collective
@@ -103,8 +114,8 @@ def analyze_files(files: tuple[str, ...], collective: str = "auto", noise: float
             except InputError as exc:
                 notes.append(f"{where}: {exc}")
     if not tables:
-        raise InputError("nothing to analyze: " + ("; ".join(notes) or "no IMB table"))
-    return AnalyzeReport(tuple(tables), tuple(notes))
+        raise InputError("nothing to analyze: " + ("; ".join(unreadable + notes) or "no IMB table"))
+    return AnalyzeReport(tuple(tables), tuple(notes), tuple(unreadable))
 
 
 def _analyze(imb: ImbCurve, collective: str, noise: float | None,

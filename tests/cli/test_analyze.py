@@ -154,3 +154,17 @@ def test_a_table_without_a_volume_model_is_a_note_not_a_failure(cli, tmp_path):
     forced = cli("analyze", str(path), "--collective", "pingpong", "--max-regions", "1",
                  check=True)
     assert "throughput = M/t (pingpong)" in forced.stdout
+
+
+def test_a_file_without_a_table_is_named_and_the_others_are_still_analyzed(cli, tmp_path):
+    paper = tmp_path / "paper.txt"
+    paper.write_text("An abstract.\nNo benchmark here.\n")
+    proc = cli("analyze", FIXTURES[0], str(paper), FIXTURES[1], "--max-regions", "1")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"autotune: error: {paper}: no benchmark table in IMB output"
+    analyzed = {line.split(":")[0] for line in proc.stdout.splitlines()
+                if line.startswith("/") and "processes" in line}
+    assert analyzed == {FIXTURES[0], FIXTURES[1]}
+    as_json = cli("analyze", str(paper), FIXTURES[1], "--max-regions", "1", "--format", "json")
+    assert as_json.returncode == 2 and str(paper) in as_json.stderr
+    assert {t["source"] for t in json.loads(as_json.stdout)["tables"]} == {FIXTURES[1]}
