@@ -9,7 +9,7 @@ from .errors import EnvironmentProblem, InputError
 
 if TYPE_CHECKING:
     from .probe import HostInfo
-    from .session import StartOptions
+    from .options import StartOptions
     from .space import SearchSpace
 
 

@@ -29,6 +29,13 @@ import yaml
 
 from .errors import InputError
 
+
+def autotune_home() -> Path:
+    """Where autotune keeps its own files (the default storage, daemon logs, IMB size lists):
+    $AUTOTUNE_HOME, else ~/.autotune."""
+    return Path(os.environ.get("AUTOTUNE_HOME") or Path.home() / ".autotune").expanduser()
+
+
 KiB = 1024
 MiB = 1024 * KiB
 WEIGHTS_MAX_BYTES = 1 * MiB

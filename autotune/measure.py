@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -20,9 +20,6 @@ from .errors import BenchmarkOutputError, EnvironmentProblem, LaunchFailure
 from .launch import Command, Launcher, LaunchSpec, RunResult, run_command
 from .objective import DEFAULT_OBJECTIVE, size_quantity
 from .space import LaunchSettings
-
-if TYPE_CHECKING:
-    from .baseline import Placement
 
 TIMEOUT_FLOOR_SECONDS = 60.0
 SECONDS_PER_SIZE_ALLOWANCE = 3.0  # startup of large buffers and the minimum repetition count
@@ -295,35 +292,3 @@ def check_ucx_live(measurer: Measurer, settings: LaunchSettings,
         "UCX settings have no effect here: a launch with UCX_TLS=self (which cannot connect two "
         "ranks) ran fine, so Open MPI is not using pml ucx. Check that choosing pml ucx in the "
         "space brings pml_ucx_devices=any and pml_ucx_tls=any (choice_implies)")
-
-
-@dataclass
-class TrialMeasurement:
-    """What one trial's measurement produced, complete or not (the controller fills it)."""
-
-    settings: LaunchSettings | None = None
-    params: dict[str, Any] = field(default_factory=dict)
-    is_default: bool = False
-    records: list[LaunchRecord] = field(default_factory=list)
-    paired_default: dict[int, list[float]] = field(default_factory=dict)
-    baseline_ids: list[int] = field(default_factory=list)
-    baseline_launches: int = 0
-    pruned: bool = False
-    failure: LaunchFailure | None = None
-    overhead: float = 0.0
-    placed: Placement | None = None
-    asked_at: float = 0.0
-    first_kernel: float | None = None  # unix time the first benchmark of the trial began
-
-    def saw_kernel(self, record: LaunchRecord) -> None:
-        if record.kernel_started is not None and (self.first_kernel is None
-                                                  or record.kernel_started < self.first_kernel):
-            self.first_kernel = record.kernel_started
-
-
-def raw_from(records: list[LaunchRecord]) -> dict[int, list[float]]:
-    raw: dict[int, list[float]] = {}
-    for record in records:
-        for size, t_us in record.t_max_us.items():
-            raw.setdefault(size, []).append(t_us)
-    return dict(sorted(raw.items()))

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from .benchmarks import SizeTiming, is_nonblocking
+from .collectives import SizeTiming, is_nonblocking
 from .errors import BenchmarkOutputError, InputError
 from .units import parse_size
 

@@ -24,9 +24,8 @@ from typing import Any
 
 from .errors import InputError
 from .measure import LaunchFailed, MeasurementPlan, Measurer, PlannedLaunch
-from .space import SearchSpace, TrialContext, assignments
-from .space._model import is_choice
-from .storage._grid import Config, config_key, grid_rows, read_grid
+from .space import SearchSpace, TrialContext, assignments, is_choice
+from .storage import Config, config_key, grid_rows, read_grid
 
 MAX_CONFIGS = 5000
 

@@ -31,14 +31,12 @@ from .benchmarks import Mpi4pyBenchmark
 from .controller import Controller
 from .errors import InputError
 from .export import best_config
-from .launch import LocalLauncher, StaticPool
-from .launch._replay import ReplayExecutor, space_from_grid
+from .launch import LocalLauncher, ReplayExecutor, StaticPool, space_from_grid
 from .measure import MeasurementPlan, Measurer
 from .objective import uniform_weights, weighted_score
 from .probe import HostInfo
 from .space import SearchSpace, TrialContext
-from .storage import StudyConfig, TrialKey, params_key, quiet_optuna
-from .storage._grid import Config, Grid, config_key
+from .storage import Config, Grid, StudyConfig, TrialKey, config_key, params_key, quiet_optuna
 from .strategy import Strategy, make_strategy
 from .warmstart import WarmConfig, to_params
 

@@ -28,71 +28,20 @@ from .launch import (LaunchSpec, NodePool, check_site_mca, make_launcher, make_p
 from .launch import check_launch_tool as _check_launch_tool
 from .measure import MeasurementPlan, Measurer, check_ucx_live, classify_failure
 from .objective import check_objective, load_weights, normalize_weights, uniform_weights
+from .options import StartOptions
 from .probe import Capabilities, HostInfo, parse_node_probe, probe_capabilities, probe_host
 from .space import Removal, SearchSpace, TrialContext, load_space, resolve
 from .storage import (CONFIG_ATTR, FINGERPRINT_ATTR, RESOLUTION_ATTR, StoredSettings, StudyConfig,
                       autotune_home, default_storage_url, enqueue_default, open_storage,
                       recover_abandoned, stored_config)
-from .strategy import DEFAULT_STRATEGY, Strategy, make_strategy
+from .strategy import Strategy, make_strategy
 from .units import format_size, parse_size_range
 from .warmstart import enqueue_warm_start, load_warm_start
 
-DEFAULT_SPACE = "openmpi-ucx+openmpi-tuned"
 STUDY_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
 SLURM_END_MARGIN = 120.0  # stop launching this long before the job's end (Slurm sends SIGTERM)
 EXIT_JOB_TIME_UP = 75  # sysexits EX_TEMPFAIL: the job ended the run early; requeue to resume
 DEFAULT_SIZES = "8:1m"
-
-
-@dataclass(frozen=True)
-class StartOptions:
-    collective: str
-    nodes: int = 1
-    ppn: int | None = None
-    space: str = DEFAULT_SPACE
-    sizes: tuple[int, ...] | None = None
-    weights_file: str | None = None
-    repetitions: int = 5
-    stages: int = 2
-    time_per_size: float = 0.02
-    baseline_every: int | None = None  # None: as the strategy measures best (strategy.baseline_every)
-    prune: bool = True
-    prune_after: int = 4
-    p_threshold: float = 0.1
-    oversubscribe: bool = False
-    seed: int | None = None
-    study_name: str | None = None
-    storage: str | None = None
-    warm_start: str | None = None
-    check_live: bool = True
-    time_budget: float | None = None  # seconds
-    new_study: bool = False
-    force: bool = False
-    timeout_floor: float = 60.0
-    infra_pause: float = 300.0
-    confirm_top: int = 3
-    confirm_rounds: int = 5  # rounds before the first judgement
-    confirm_max_rounds: int = 20
-    confirm_confidence: float = 0.95
-    launcher: str = "auto"  # auto | local | hostfile | slurm | ray
-    hostfile: str | None = None
-    launcher_mca: tuple[tuple[str, str], ...] = ()  # site settings: remote agent, interfaces
-    launch_with: str = "mpirun"  # mpirun | srun (slurm launcher only)
-    parallel: int = 1  # trials at once, on disjoint node groups
-    ray_address: str | None = None
-    ray_resource: str = "mpi_node"
-    ray_head_grace: float = 30.0  # seconds without the Ray head before the run stops
-    strategy: str = DEFAULT_STRATEGY  # strategy.STRATEGIES
-    benchmark: str = "mpi4py"  # mpi4py | imb
-    imb_dir: str | None = None  # where IMB-MPI1 is (else PATH)
-    imb_mem_gb: float | None = None  # IMB -mem (GB per process)
-    imb_off_cache: str | None = None  # IMB -off_cache CACHE_SIZE[,CACHE_LINE_SIZE]
-    numactl: bool = False  # run the benchmark under `numactl -l` (seeds/000)
-    verify: str = "auto"  # auto | yes | no: the independent check at the end (verify.py)
-    verify_rounds: int = 20
-    per_size: bool = True  # per-size algorithm rules after the confirmation (rules/stage.py)
-    per_size_rounds: int = 6
-    objective: str = "latency"  # latency | overlap | t_ovrl (objective.OBJECTIVES)
 
 
 @dataclass(frozen=True)
@@ -145,7 +94,7 @@ class Session:
     def per_size_stage(self, options: StartOptions, events: Events | None) -> Any:
         """Per-size algorithm rules, when asked for and the space tunes this collective's
         coll_tuned algorithm; else None."""
-        from .rules import stage
+        from .endgame import stage
 
         config = self.config
         if (not options.per_size or options.confirm_top <= 0  # --confirm 0: nothing after the search

@@ -402,7 +402,7 @@ def run_verify(request: VerifyRequest, *, on_start: Callable[[str], None] | None
     from .export import best_config
     from .launch import check_launch_tool, make_pool, pick_launcher
     from .probe import probe_capabilities
-    from .session import StartOptions
+    from .options import StartOptions
 
     study = request.study
     config = stored_config(study)

@@ -11,9 +11,7 @@ import optuna
 
 from .errors import InputError, SpaceError
 from .files import WARMSTART_MAX_BYTES, read_text_input
-from .space import SearchSpace, TrialContext
-from .space._model import is_choice
-from .space._load import SPACES_DIR, _parse_yaml
+from .space import SPACES_DIR, SearchSpace, TrialContext, is_choice, parse_yaml
 from .storage import TrialKey
 
 SHIPPED = SPACES_DIR / "warm-start"  # beside the shipped spaces, found the same way
@@ -44,7 +42,7 @@ def load_warm_start(spec: str) -> list[WarmConfig]:
             shipped = ", ".join(p.stem for p in sorted(SHIPPED.glob("*.yaml")))
             raise InputError(f"warm-start file {spec!r} not found (shipped: {shipped})")
     try:
-        doc = _parse_yaml(read_text_input(path, "warm-start file", WARMSTART_MAX_BYTES), str(path))
+        doc = parse_yaml(read_text_input(path, "warm-start file", WARMSTART_MAX_BYTES), str(path))
     except SpaceError as exc:
         raise InputError(str(exc)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("configs"), list):

@@ -18,7 +18,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from autotune.session import DEFAULT_SPACE, StartOptions, prepare_session
+from autotune.options import DEFAULT_SPACE, StartOptions  # noqa: E402
+from autotune.session import prepare_session  # noqa: E402
 from autotune.units import parse_size_range
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..benchmarks._imb_output import MAX_CHARS, ImbOutputError, ImbRow, ImbTable, parse_imb_output
+from ..benchmarks import MAX_CHARS, ImbOutputError, ImbRow, ImbTable, parse_imb_output
 from ..errors import InputError
 from ..files import read_text_input
 from ._curves import Curve, collective_name

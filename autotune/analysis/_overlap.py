@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..benchmarks import NbcTiming
+from ..collectives import NbcTiming
 from ..objective import trimmed_mean
 
 

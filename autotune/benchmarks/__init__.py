@@ -5,21 +5,22 @@ for the non-blocking collectives)."""
 
 from __future__ import annotations
 
-from ._base import (ALL_COLLECTIVES, COLLECTIVES, NBC_COLLECTIVES, REDUCTION_ELEMENT_BYTES,
-                    REDUCTIONS, WRONG_RESULT, Benchmark, BenchmarkOutput, BenchmarkRequest,
-                    Buffers, NbcTiming, SizeTiming, WrongResult, blocking_of, buffer_counts,
-                    is_nonblocking, overlap_pct)
+from ..collectives import (ALL_COLLECTIVES, COLLECTIVES, NBC_COLLECTIVES,
+                           REDUCTION_ELEMENT_BYTES, REDUCTIONS, Buffers, NbcTiming, SizeTiming,
+                           blocking_of, buffer_counts, is_nonblocking, overlap_pct)
+from ._base import WRONG_RESULT, Benchmark, BenchmarkOutput, BenchmarkRequest, WrongResult
 from ._mpi4py import (KernelOverhead, Mpi4pyBenchmark, kernel_overhead, kernel_program,
                       parse_kernel_output)
+from ._imb_output import ImbOutputError, ImbRow, ImbTable, MAX_CHARS, parse_imb_output
 
 BENCHMARKS = ("mpi4py", "imb")
 
-__all__ = ["ALL_COLLECTIVES", "BENCHMARKS", "COLLECTIVES", "NBC_COLLECTIVES", "REDUCTIONS",
-           "REDUCTION_ELEMENT_BYTES", "WRONG_RESULT", "Benchmark", "BenchmarkOutput",
-           "BenchmarkRequest", "Buffers", "KernelOverhead", "Mpi4pyBenchmark", "NbcTiming",
-           "SizeTiming", "WrongResult", "blocking_of", "buffer_counts", "is_nonblocking",
-           "kernel_overhead", "kernel_program", "make_benchmark", "overlap_pct",
-           "parse_kernel_output"]
+__all__ = ["ALL_COLLECTIVES", "BENCHMARKS", "Benchmark", "BenchmarkOutput", "BenchmarkRequest",
+           "Buffers", "COLLECTIVES", "ImbOutputError", "ImbRow", "ImbTable", "KernelOverhead",
+           "MAX_CHARS", "Mpi4pyBenchmark", "NBC_COLLECTIVES", "NbcTiming", "REDUCTIONS",
+           "REDUCTION_ELEMENT_BYTES", "SizeTiming", "WRONG_RESULT", "WrongResult", "blocking_of",
+           "buffer_counts", "is_nonblocking", "kernel_overhead", "kernel_program",
+           "make_benchmark", "overlap_pct", "parse_imb_output", "parse_kernel_output"]
 
 
 def make_benchmark(name: str, *, imb_dir: str | None = None, imb_mem_gb: float | None = None,

@@ -21,8 +21,9 @@ import shutil
 from pathlib import Path
 
 from ..errors import BenchmarkOutputError, EnvironmentProblem, InputError
-from ._base import (Benchmark, BenchmarkOutput, BenchmarkRequest, NbcTiming, SizeTiming,
-                    check_timing, is_nonblocking)
+from ..files import autotune_home
+from ..collectives import NbcTiming, SizeTiming, is_nonblocking
+from ._base import Benchmark, BenchmarkOutput, BenchmarkRequest, check_timing
 from ._imb_output import ImbRow, parse_imb_output
 
 IMB_NAMES = {"allreduce": "Allreduce", "allgather": "Allgather", "alltoall": "Alltoall",
@@ -120,8 +121,6 @@ class ImbBenchmark(Benchmark):
     def _msglen_file(self, sizes: tuple[int, ...]) -> Path:
         """IMB reads arbitrary sizes from a file (-msglen); one file per size list, under
         AUTOTUNE_HOME (shared with the nodes where the home is)."""
-        from ..storage import autotune_home
-
         folder = self._msglen_dir or autotune_home() / "imb"
         text = "".join(f"{s}\n" for s in sorted(sizes))
         path = folder / f"msglen-{hashlib.sha256(text.encode()).hexdigest()[:12]}.txt"

@@ -12,9 +12,9 @@ import sys
 from dataclasses import dataclass
 
 from ..errors import BenchmarkOutputError, LaunchFailure
+from ..collectives import NbcTiming, SizeTiming, is_nonblocking, overlap_pct
 from ._base import (MAX_CALL_US, MAX_ITERS, Benchmark, BenchmarkOutput, BenchmarkRequest,
-                    NbcTiming, SizeTiming, WrongResult, check_timing, is_nonblocking,
-                    overlap_pct)
+                    WrongResult, check_timing)
 
 PREFIX = "AUTOTUNE "
 

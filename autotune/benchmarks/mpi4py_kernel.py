@@ -71,8 +71,8 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
-from autotune.benchmarks._base import (ALL_COLLECTIVES, blocking_of, buffer_counts,
-                                       is_nonblocking, overlap_pct)
+from autotune.collectives import (ALL_COLLECTIVES, blocking_of, buffer_counts, is_nonblocking,
+                                  overlap_pct)
 from autotune.benchmarks._mpi4py import PREFIX
 
 CORRUPT_VARIABLES = ("AUTOTUNE_TEST_CORRUPT_RANK", "OMPI_MCA_mpi_autotune_test_corrupt_rank")

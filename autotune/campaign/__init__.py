@@ -7,10 +7,13 @@ storage, each warm-started from its finished neighbours, resumable like a single
 from __future__ import annotations
 
 from ._model import CAMPAIGN_ATTR, Case, CaseMark, cases_of, parse_case
-from ._run import CampaignOptions, CampaignOutcome, CampaignRunner, case_options, register_cases
+from ._run import (UNBOUNDED_TRIALS, CampaignOptions, CampaignOutcome, CampaignRunner,
+                   case_options, register_cases)
 from ._status import (CampaignStatus, CaseStatus, campaign_name, campaign_status, case_studies,
                       case_status)
 from ._warm import Candidate, case_candidates, distance, nearest, winners_agree
+from ._export import export_campaign
+from ._page import cost_line, write_campaign_report
 
 
 def allocation_nodes(options) -> int | None:
@@ -26,8 +29,9 @@ def allocation_nodes(options) -> int | None:
     return len(launcher.hosts())
 
 
-__all__ = ["CAMPAIGN_ATTR", "Candidate", "CampaignOptions", "CampaignOutcome", "CampaignRunner",
-           "CampaignStatus", "Case", "CaseMark", "CaseStatus", "allocation_nodes",
-           "campaign_name", "campaign_status", "case_candidates", "case_options", "case_status",
-           "case_studies", "cases_of", "distance", "nearest", "parse_case", "register_cases",
-           "winners_agree"]
+__all__ = ["CAMPAIGN_ATTR", "CampaignOptions", "CampaignOutcome", "CampaignRunner",
+           "CampaignStatus", "Candidate", "Case", "CaseMark", "CaseStatus", "UNBOUNDED_TRIALS",
+           "allocation_nodes", "campaign_name", "campaign_status", "case_candidates",
+           "case_options", "case_status", "case_studies", "cases_of", "cost_line", "distance",
+           "export_campaign", "nearest", "parse_case", "register_cases", "winners_agree",
+           "write_campaign_report"]

@@ -46,7 +46,7 @@ def export_campaign(storage_url: str | None, name: str, out_dir: str | Path,
     """Every case with a completed trial, in every format it can be written in (a format that
     does not apply to the case's stack is skipped, said why); then the combined rules file."""
     from ..export import EXPORTERS, ExportOptions, best_config, export_text
-    from ..export._ompi_rules import COLL_IDS, ompi_rules_campaign, ompi_version, pick_format, rules_for
+    from ..export import COLL_IDS, ompi_rules_campaign, ompi_version, pick_format, rules_for
     from ..files import check_output_path, write_output_atomically
 
     unknown = [f for f in formats if f not in EXPORTERS]

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..report._cost import node_duration
-from ..report._html import CSS, _figure, _table, e
+from ..report import CSS, html_escape, html_figure, html_table, node_duration
 from ._report import CampaignReportData, CaseRow, build_campaign
 
 PAGE = "index.html"
@@ -114,49 +113,49 @@ def cost_line(data: CampaignReportData) -> str:
 def render(data: CampaignReportData, images: dict[str, str]) -> str:
     rows = data.rows
     knobs = len(data.knobs)
-    winners = _table(
-        ("case", "state", "trials", *[e(k).replace("_", "_<wbr>") for k in data.knobs],
+    winners = html_table(
+        ("case", "state", "trials", *[html_escape(k).replace("_", "_<wbr>") for k in data.knobs],
          "per-size rules", "speedup over untuned (95% CI)", "independent check", "report"),
         [(r.case.label, r.status.state, r.status.trials,
-          *[e(r.winner.get(k, "\u00b7")) for k in data.knobs], r.rules or "\u00b7",
+          *[html_escape(r.winner.get(k, "\u00b7")) for k in data.knobs], r.rules or "\u00b7",
           _speedup_text(r), r.check or "\u2013",
-          f'<a href="{e(r.link)}">report</a>' if r.link else "\u2013") for r in rows],
+          f'<a href="{html_escape(r.link)}">report</a>' if r.link else "\u2013") for r in rows],
         numeric=(2,), raw=(*range(3, 3 + knobs), 6 + knobs))  # long knob names wrap at "_"
     cost_rows = [(r.case.label, r.launches, _seconds(r.spent_node_seconds),
                   f"{_seconds(r.staged_node_seconds)} ({r.staged_configs or 0} configs)",
                   f"{_seconds(r.grid_node_seconds)} ({r.grid_configs or 0:,} configs)",
                   r.warm_queued, "yes" if r.status.agreed else "")
                  for r in rows if r.staged_node_seconds is not None]
-    totals = f"<p><b>Whole campaign:</b> {e(cost_line(data))}</p>"
+    totals = f"<p><b>Whole campaign:</b> {html_escape(cost_line(data))}</p>"
     if data.patterns:
         pattern_rows = [(p.knob, p.value, f"{len(p.cases)} of {p.winners}", ", ".join(p.cases))
                         for p in data.patterns]
-        patterns = _table(("knob", "value", "winners setting it", "cases"), pattern_rows)
+        patterns = html_table(("knob", "value", "winners setting it", "cases"), pattern_rows)
     else:
         patterns = "<p class=muted>No knob value is shared by two winners.</p>"
-    notes = "".join(f"<p class=muted>{e(n)}</p>" for n in data.notes)
+    notes = "".join(f"<p class=muted>{html_escape(n)}</p>" for n in data.notes)
     counts = {}
     for r in rows:
         counts[r.status.state] = counts.get(r.status.state, 0) + 1
-    facts = (f"{len(rows)} cases in {e(data.storage)}: "
-             + ", ".join(f"{n} {e(s)}" for s, n in sorted(counts.items())) + ".")
+    facts = (f"{len(rows)} cases in {html_escape(data.storage)}: "
+             + ", ".join(f"{n} {html_escape(s)}" for s, n in sorted(counts.items())) + ".")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>autotune campaign {e(data.name)}</title><style>{CSS}{PAGE_CSS}</style>"
+            f"<title>autotune campaign {html_escape(data.name)}</title><style>{CSS}{PAGE_CSS}</style>"
             "</head><body>"
-            f"<h1>autotune campaign {e(data.name)}</h1><p class=facts>{facts}</p>{notes}"
+            f"<h1>autotune campaign {html_escape(data.name)}</h1><p class=facts>{facts}</p>{notes}"
             "<h2 id=winners>Winners</h2><p>The configuration each case hands out (what "
             "<code>autotune export</code> writes), as the knobs it changes from the untuned stack "
             "(\u00b7: left as it is), and its speedup over the untuned stack measured in the same "
             "allocation, confirmed in interleaved rounds.</p>" + winners
-            + _figure(images, "gain", "speedup per case", "Speedup over the untuned stack per "
+            + html_figure(images, "gain", "speedup per case", "Speedup over the untuned stack per "
                       "case with its simultaneous 95% interval.")
             + "<h2 id=patterns>Patterns across cases</h2><p>Knob values the confirmed winners "
               "share: a value set by most winners is a candidate site default.</p>" + patterns
             + "<h2 id=cost>Cost</h2>" + totals
-            + _table(("case", "launches", "spent", "staged sweep (estimated)",
+            + html_table(("case", "launches", "spent", "staged sweep (estimated)",
                       "full grid (estimated)", "warm-start configs", "neighbours agreed"),
                      cost_rows, numeric=(1, 5))
-            + _figure(images, "cost", "cost per case", "Benchmark node-seconds per case: what "
+            + html_figure(images, "cost", "cost per case", "Benchmark node-seconds per case: what "
                       "the search spent (measured) against the staged sweep and the full grid of "
                       "the same space, each priced at the case's own mean launch time.")
             + "<p class=muted>Made by <code>autotune campaign report</code> from the storage; "

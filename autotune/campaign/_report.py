@@ -85,7 +85,7 @@ def winner_changes(study: optuna.Study) -> dict[str, str]:
 
 def case_row(case: Case, study: optuna.Study, mark: CaseMark, storage_url: str | None) -> CaseRow:
     from ..export import best_config
-    from ..report._cost import cost_data, seconds_data
+    from ..report import cost_data, seconds_data
 
     status = case_status(study, mark, storage_url)
     queued = sum(line.startswith("queued") for line in mark.warm_started)

@@ -226,7 +226,7 @@ def report(out_dir: str | None, cases: bool, campaign_name: str | None,
     """One page: the winners table, gain per case with intervals, cost per case against the
     staged sweep and the full grid, and the knob values the winners share."""
     from ..campaign import campaign_name as find
-    from ..campaign._page import cost_line, write_campaign_report
+    from ..campaign import cost_line, write_campaign_report
 
     name = find(storage, campaign_name)
     page, data = write_campaign_report(storage, name, out_dir or f"{name}-report", cases=cases)
@@ -250,7 +250,7 @@ def export(out_dir: str | None, formats: str, only: str | None, force: bool,
     """A file per case and format, named by case, and campaign.rules: one Open MPI rules file
     covering every collective and communicator size measured."""
     from ..campaign import campaign_name as find
-    from ..campaign._export import export_campaign
+    from ..campaign import export_campaign
 
     name = find(storage, campaign_name)
     done = export_campaign(storage, name, out_dir or f"{name}-export",

@@ -18,7 +18,7 @@ from .render import err
 def run_session(session, options, trials: int):
     """Run the study with a progress bar; print the plan before and the summary after. Returns
     the controller's RunSummary (exit_for says what it means for the exit code)."""
-    from ..campaign._run import UNBOUNDED_TRIALS
+    from ..campaign import UNBOUNDED_TRIALS
     from ..progress import ProgressDisplay
 
     _print_plan(session, options)

@@ -10,7 +10,7 @@ import click
 
 from ..benchmarks import BENCHMARKS, COLLECTIVES
 from . import render
-from .options import name_value, positive_float, sizes_option
+from .options import launcher_option, name_value, positive_float, sizes_option
 
 
 @click.group()
@@ -38,8 +38,7 @@ def grid() -> None:
               callback=positive_float)
 @click.option("--seed", type=int, default=0, show_default=True,
               help="the order of each pass (the same seed resumes in the same order)")
-@click.option("--launcher", type=click.Choice(["auto", "local", "hostfile", "slurm", "ray"]),
-              default="auto", show_default=True)
+@launcher_option()
 @click.option("--hostfile", type=click.Path(dir_okay=False), default=None)
 @click.option("--launcher-mca", multiple=True, metavar="NAME=VALUE")
 @click.option("--oversubscribe", is_flag=True)
@@ -106,7 +105,7 @@ def bench_strategies(grid_path: str, strategies: list[str], budgets: list[int], 
                      fmt: str, plot: str | None) -> None:
     """Replay strategies on a recorded grid: regret of the reported configuration and cost."""
     from ..replay import compare, plot_regret
-    from ..storage._grid import read_grid
+    from ..storage import read_grid
 
     grid_data = read_grid(grid_path)
     figures, _ = compare(grid_data, strategies, budgets, seeds)

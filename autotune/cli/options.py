@@ -88,6 +88,26 @@ def format_option(*choices: str, default: str | None = None, help: str | None = 
                         default=default or choices[0], show_default=True, help=help)
 
 
+def launcher_option(help: str | None = None):
+    """--launcher: auto, or one of the launcher registry's backends (launch.BACKENDS)."""
+    from ..launch import BACKENDS
+
+    return click.option("--launcher", type=click.Choice(["auto", *BACKENDS]), default="auto",
+                        show_default=True, help=help)
+
+
+def launch_with_option():
+    """--launch-with: the launch methods the launcher registry's backends offer."""
+    from ..launch import BACKENDS
+
+    methods = list(dict.fromkeys(m for b in BACKENDS.values() for m in b.methods))
+    able = [b.name for b in BACKENDS.values() if len(b.methods) > 1]
+    return click.option("--launch-with", type=click.Choice(methods), default=methods[0],
+                        show_default=True,
+                        help=f"{' and '.join(able)} launcher: start ranks with "
+                             f"{' or '.join(methods)}")
+
+
 def open_study(storage_url: str | None, study_name: str | None):
     from ..storage import load_existing_study, open_storage
 

@@ -10,13 +10,16 @@ import click
 from ..benchmarks import ALL_COLLECTIVES, BENCHMARKS
 from ..errors import AutotuneError, InputError
 from ..objective import OBJECTIVES
-from ..session import DEFAULT_SIZES, DEFAULT_SPACE
+from ..options import DEFAULT_SPACE
+from ..session import DEFAULT_SIZES
 from ..strategy import DEFAULT_STRATEGY, STRATEGIES
 from . import render
 from .models import BackgroundStart, Message, StatusReport
 from .options import (
     duration_option,
     format_option,
+    launch_with_option,
+    launcher_option,
     name_value,
     open_study,
     positive_float,
@@ -111,15 +114,13 @@ from .options import (
 @click.option("--confirm-confidence", type=click.FloatRange(0.5, 0.999), default=0.95,
               show_default=True,
               help="confidence of a claim, held together over the candidates and looks")
-@click.option("--launcher", type=click.Choice(["auto", "local", "hostfile", "slurm", "ray"]),
-              default="auto", show_default=True,
+@launcher_option(
               help="how ranks are placed: auto = the Ray cluster of --ray-address, else "
                    "--hostfile, else the Slurm allocation, else the Ray cluster of RAY_ADDRESS, "
                    "else this machine")
 @click.option("--hostfile", type=click.Path(dir_okay=False), default=None,
               help="Open MPI hostfile of the nodes to use (the first --nodes of them)")
-@click.option("--launch-with", type=click.Choice(["mpirun", "srun"]), default="mpirun",
-              show_default=True, help="slurm launcher: start ranks with mpirun or with srun")
+@launch_with_option()
 @click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
               help="trials at once, each on its own --nodes hosts (concurrent trials share the "
                    "network and disturb each other: keep 1 unless the allocation is large)")

@@ -8,7 +8,8 @@ import click
 from ..benchmarks import BENCHMARKS
 from . import render
 from .models import Message, VerifyReport
-from .options import format_option, name_value, open_study, storage_option, study_option
+from .options import (format_option, launcher_option, name_value, open_study, storage_option,
+                      study_option)
 
 
 @click.command()
@@ -21,8 +22,7 @@ from .options import format_option, name_value, open_study, storage_option, stud
 @click.option("--rounds", type=click.IntRange(min=2), default=20, show_default=True,
               help="interleaved rounds (default and best, in random order, on the same nodes)")
 @click.option("--seed", type=int, default=None, help="seed of the order within rounds")
-@click.option("--launcher", type=click.Choice(["auto", "local", "hostfile", "slurm", "ray"]),
-              default="auto", show_default=True, help="as for `autotune start`: use the same")
+@launcher_option(help="as for `autotune start`: use the same")
 @click.option("--hostfile", type=click.Path(dir_okay=False), default=None)
 @click.option("--launcher-mca", multiple=True, metavar="NAME=VALUE",
               help="site MCA settings, as given to `autotune start`")

@@ -34,9 +34,8 @@ from dataclasses import replace
 from functools import partial
 
 from ..errors import InputError, StorageError
-from ..rules import (TUNED_PREFIX, AlgorithmChoice, RuleSet, choice_from_params,
+from ..rules import (TIMES_COMM_SIZE, TUNED_PREFIX, AlgorithmChoice, RuleSet, choice_from_params,
                      ompi_message_size, tuned_param_names)
-from ..rules._model import TIMES_COMM_SIZE
 from ._best import BestConfig, check_exportable, header_lines, printable
 from ._options import ExportOptions
 

@@ -20,6 +20,7 @@ from ._local import LocalLauncher
 from ._select import (BACKENDS, Backend, LaunchOptions, backend, check_launch_tool, check_site_mca,
                       make_launcher,
                       make_pool, pick_launcher, ranks_per_node)
+from ._replay import ReplayExecutor, space_from_grid
 
 if TYPE_CHECKING:
     from ._ray import RayPool
@@ -34,7 +35,8 @@ def __getattr__(name: str):
 
 
 __all__ = ["BACKENDS", "Backend", "Command", "HostListLauncher", "LaunchOptions", "LaunchSpec",
-           "Launcher", "LocalLauncher", "NodeGroup", "NodePool", "RayPool", "RunResult",
-           "StaticGroup", "StaticPool", "SubsetLauncher", "backend", "check_launch_tool", "check_site_mca",
-           "expand_nodelist", "make_launcher", "make_pool", "pick_launcher", "ranks_per_node",
-           "read_hostfile", "run_command", "slurm_end_time", "slurm_hosts"]
+           "Launcher", "LocalLauncher", "NodeGroup", "NodePool", "RayPool", "ReplayExecutor",
+           "RunResult", "StaticGroup", "StaticPool", "SubsetLauncher", "backend",
+           "check_launch_tool", "check_site_mca", "expand_nodelist", "make_launcher",
+           "make_pool", "pick_launcher", "ranks_per_node", "read_hostfile", "run_command",
+           "slurm_end_time", "slurm_hosts", "space_from_grid"]

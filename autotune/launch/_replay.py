@@ -18,9 +18,8 @@ import json
 import random
 from dataclasses import dataclass
 
-from ..space import Parameter, SearchSpace
-from ..space._model import UNSET
-from ..storage._grid import Config, Grid, config_key
+from ..space import UNSET, Parameter, SearchSpace
+from ..storage import Config, Grid, config_key
 from ._base import Command, RunResult
 
 PREFIX = "AUTOTUNE "  # the mpi4py kernel's record format, read by its own parser

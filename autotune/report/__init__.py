@@ -9,11 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._cost import CostData, SecondsData, SecondsPart
+from ._cost import CostData, SecondsData, SecondsPart, cost_data, node_duration, seconds_data
 from ._data import (CandidateRow, HistoryData, HockneyData, ImportanceData, KnobValues,
                     OverlapData, OverlapSide, ReportData, SizeSpeedup, SpeedupData, StudyFacts,
                     TrialPoint, Verdict, build, study_overlap)
 from ._space import Count, StudySpace, count_full_grid, count_staged, rebuild_space
+from ._html import CSS, html_escape, html_figure, html_table
 
 if TYPE_CHECKING:
     import optuna
@@ -75,10 +76,9 @@ def write_report(study: optuna.Study, out_dir: str | Path) -> Path:
     return page
 
 
-__all__ = ["PAGE", "CandidateRow", "CostData", "Count", "HistoryData", "HockneyData",
-           "ImportanceData", "KnobValues", "OverlapData", "OverlapSide", "ReportData",
-           "SecondsData", "SecondsPart",
-           "SizeSpeedup", "SpeedupData", "StudyFacts", "StudySpace", "TrialPoint", "Verdict",
-           "build", "count_full_grid", "count_staged", "figures", "rebuild_space",
-           "study_overlap",
-           "write_report"]
+__all__ = ["CSS", "CandidateRow", "CostData", "Count", "HistoryData", "HockneyData",
+           "ImportanceData", "KnobValues", "OverlapData", "OverlapSide", "PAGE", "ReportData",
+           "SecondsData", "SecondsPart", "SizeSpeedup", "SpeedupData", "StudyFacts",
+           "StudySpace", "TrialPoint", "Verdict", "build", "cost_data", "count_full_grid",
+           "count_staged", "figures", "html_escape", "html_figure", "html_table", "node_duration",
+           "rebuild_space", "seconds_data", "study_overlap", "write_report"]

@@ -39,7 +39,7 @@ SECTIONS = (("result", "Result"), ("curves", "Latency and throughput"),
             ("cost", "Cost"), ("rules", "Per-size rules"))
 
 
-def e(value: object) -> str:
+def html_escape(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
@@ -49,13 +49,13 @@ def _x(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}f}x"
 
 
-def _table(header: Sequence[str], rows: Iterable[Sequence[object]],
+def html_table(header: Sequence[str], rows: Iterable[Sequence[object]],
            numeric: Iterable[int] = (), raw: Iterable[int] = ()) -> str:
     """A table; the columns in `raw` hold HTML their caller made (and escaped) already."""
     numeric, raw = set(numeric), set(raw)
 
     def text(i: int, value: object) -> str:
-        return str(value) if i in raw else e(value)
+        return str(value) if i in raw else html_escape(value)
 
     head = "".join(f"<th>{text(i, h)}</th>" for i, h in enumerate(header))
     body = "".join("<tr>" + "".join(
@@ -64,12 +64,12 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[object]],
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _figure(images: Mapping[str, str], key: str, alt: str, caption: str,
+def html_figure(images: Mapping[str, str], key: str, alt: str, caption: str,
             missing: str = "") -> str:
     """The figure with its caption; without it (no data), `missing` says why in words."""
     if key not in images:
-        return f"<p class=muted>{e(missing)}</p>" if missing else ""
-    return (f'<figure id="fig-{e(key)}"><img src="{e(images[key])}" alt="{e(alt)}">'
+        return f"<p class=muted>{html_escape(missing)}</p>" if missing else ""
+    return (f'<figure id="fig-{html_escape(key)}"><img src="{html_escape(images[key])}" alt="{html_escape(alt)}">'
             f"<figcaption>{caption}</figcaption></figure>")
 
 
@@ -82,20 +82,20 @@ def render(data: ReportData, images: Mapping[str, str]) -> str:
                 _cliffs(data), _cost(data.cost, images), _rules(data, images)]
     present = ({"rules"} if data.rules is not None else set()) | (
         {"overlap"} if data.overlap is not None else set())
-    nav = "".join(f'<li><a href="#{k}">{e(t)}</a></li>' for k, t in SECTIONS
+    nav = "".join(f'<li><a href="#{k}">{html_escape(t)}</a></li>' for k, t in SECTIONS
                   if k not in ("rules", "overlap") or k in present)
-    facts = (f"{e(f.collective)} on {f.nodes} node(s) \u00d7 {f.ppn} ranks ({f.nprocs} processes), "
-             f"{len(f.sizes)} sizes {e(format_size(f.sizes[0]))}..{e(format_size(f.sizes[-1]))}, "
-             f"{f.repetitions} launches per size, weights {e(f.weights_source)}. Benchmark "
-             f"{e(f.benchmark)}; space <code>{e(f.space)}</code>; {e(f.mpi)}, UCX {e(f.ucx)}; "
-             f"host {e(f.host)} ({e(f.cpu)}). {f.trials} trials: {f.complete} complete, "
+    facts = (f"{html_escape(f.collective)} on {f.nodes} node(s) \u00d7 {f.ppn} ranks ({f.nprocs} processes), "
+             f"{len(f.sizes)} sizes {html_escape(format_size(f.sizes[0]))}..{html_escape(format_size(f.sizes[-1]))}, "
+             f"{f.repetitions} launches per size, weights {html_escape(f.weights_source)}. Benchmark "
+             f"{html_escape(f.benchmark)}; space <code>{html_escape(f.space)}</code>; {html_escape(f.mpi)}, UCX {html_escape(f.ucx)}; "
+             f"host {html_escape(f.host)} ({html_escape(f.cpu)}). {f.trials} trials: {f.complete} complete, "
              f"{f.pruned} pruned, {f.failed} failed"
              + (f", {f.skipped} proposals skipped unlaunched (already measured or refused)"
-                if f.skipped else "") + f". Generated {e(f.generated)}.")
+                if f.skipped else "") + f". Generated {html_escape(f.generated)}.")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{e(title)}</title><style>{CSS}</style></head><body>"
-            f"<h1>{e(title)}</h1><p class=facts>{facts}</p><nav><ul>{nav}</ul></nav>"
+            f"<title>{html_escape(title)}</title><style>{CSS}</style></head><body>"
+            f"<h1>{html_escape(title)}</h1><p class=facts>{facts}</p><nav><ul>{nav}</ul></nav>"
             + "".join(sections)
             + "<p class=muted>Made by <code>autotune report</code> from the study's storage; "
               "every figure's numbers are in the tables or the study "
@@ -112,30 +112,30 @@ def _result(data: ReportData) -> str:
         parts = []
         if v.faster_sizes:
             parts.append(f"<span class=faster>faster at "
-                         f"{e(size_list(v.faster_sizes, all_sizes))}</span>")
+                         f"{html_escape(size_list(v.faster_sizes, all_sizes))}</span>")
         if v.slower_sizes:
             parts.append(f"<span class=slower>slower at "
-                         f"{e(size_list(v.slower_sizes, all_sizes))}</span>")
+                         f"{html_escape(size_list(v.slower_sizes, all_sizes))}</span>")
         if v.unclear_sizes:
             parts.append(f"not told apart from the default at "
-                         f"{e(size_list(v.unclear_sizes, all_sizes))}")
+                         f"{html_escape(size_list(v.unclear_sizes, all_sizes))}")
         if not v.faster_sizes:
             parts.append("faster beyond doubt at no single size (the weighted figure pools "
                          "the sizes)")
-        size_lines = (f"<p>Per size ({e(data.speedup.label)}, 95% CI of the mean over the paired "
+        size_lines = (f"<p>Per size ({html_escape(data.speedup.label)}, 95% CI of the mean over the paired "
                       f"launches of the search): {'; '.join(parts)}.</p>")
-    trust = "".join(f"<li>{e(line)}</li>" for line in v.trust)
-    cost_line = (f"<p><b>Cost:</b> this search spent {e(node_duration(cost.spent_node_seconds))} "
+    trust = "".join(f"<li>{html_escape(line)}</li>" for line in v.trust)
+    cost_line = (f"<p><b>Cost:</b> this search spent {html_escape(node_duration(cost.spent_node_seconds))} "
                  f"of benchmark time ({cost.configs_measured} configurations launched). The "
                  f"staged sweep of seeds/000 over the same space would have measured "
-                 f"{e(cost.staged)} configurations, about "
-                 f"{e(node_duration(cost.staged_seconds * cost.nodes))}; the full grid "
-                 f"{e(cost.grid)} configurations, about "
-                 f"{e(node_duration(cost.grid_seconds * cost.nodes))} (see <a href=\"#cost\">Cost"
+                 f"{html_escape(cost.staged)} configurations, about "
+                 f"{html_escape(node_duration(cost.staged_seconds * cost.nodes))}; the full grid "
+                 f"{html_escape(cost.grid)} configurations, about "
+                 f"{html_escape(node_duration(cost.grid_seconds * cost.nodes))} (see <a href=\"#cost\">Cost"
                  "</a>).</p>")
     return (f'<section id="result"><h2>Result</h2><div class="verdict {kind}">'
-            f"<p class=headline>{e(v.headline)}</p>{size_lines}"
-            f"<p class=muted>{e(v.confirmation_note)}</p>"
+            f"<p class=headline>{html_escape(v.headline)}</p>{size_lines}"
+            f"<p class=muted>{html_escape(v.confirmation_note)}</p>"
             + (f"<ul>{trust}</ul>" if trust else "") + _rules_line(data) + cost_line + "</div>"
             + _settings(v) + (
                 "<p><b>Plus the per-size rules</b>: <code>autotune export --format ompi-rules -o "
@@ -152,7 +152,7 @@ def _rules_line(data: ReportData) -> str:
         return ""
     what = ("<b>Per-size rules adopted</b> (deploy with <code>autotune export --format "
             "ompi-rules</code>): " if rules.adopted else "<b>Per-size rules:</b> ")
-    return f'<p>{what}{e(rules.failed or rules.verdict)} (see <a href="#rules">Per-size rules</a>).</p>'
+    return f'<p>{what}{html_escape(rules.failed or rules.verdict)} (see <a href="#rules">Per-size rules</a>).</p>'
 
 
 def _settings(v: Verdict) -> str:
@@ -161,7 +161,7 @@ def _settings(v: Verdict) -> str:
                 "setting) is the answer.</p>")
     rows = [(kind, name, value) for kind, name, value in v.settings]
     return (f"<h3>Settings to deploy (trial {v.winner})</h3>"
-            + (_table(("kind", "name", "value"), rows) if rows else
+            + (html_table(("kind", "name", "value"), rows) if rows else
                "<p>Trial sets nothing beyond the default.</p>")
             + "<p class=muted><code>autotune export --format env -o best.env</code> writes them "
               "as a file to source.</p>")
@@ -174,12 +174,12 @@ def _candidates(v: Verdict) -> str:
              f"{_x(c.low)}..{_x(c.high)}" if c.low is not None else "\u2013", c.verdict,
              c.rounds) for c in v.candidates]
     return ("<h3>Candidates</h3>"
-            + _table(("trial", "its knobs (where not the default's)", "search speedup",
+            + html_table(("trial", "its knobs (where not the default's)", "search speedup",
                       "confirmed speedup", "interval", "verdict", "rounds"), rows, (0, 2, 3, 6)))
 
 
 def _curves(data: ReportData, images: Mapping[str, str]) -> str:
-    knobs = _table(("configuration", "launches per size", "protocol knobs in force"),
+    knobs = html_table(("configuration", "launches per size", "protocol knobs in force"),
                    [(cc.label, _range(cc.launches),
                      ", ".join(f"{k}={val}" for k, val in cc.knobs)) for cc in data.curves])
     nbc = ""
@@ -193,7 +193,7 @@ def _curves(data: ReportData, images: Mapping[str, str]) -> str:
                                   else ""))
                + '; the overlap itself is in <a href="#overlap">Overlap per size</a>.</p>')
     return ('<section id="curves"><h2>Latency and throughput vs message size</h2>' + nbc
-            + _figure(images, "latency", "latency vs message size",
+            + html_figure(images, "latency", "latency vs message size",
                       "Time per call (max over ranks) against message size, both axes "
                       "logarithmic. Each line is the geometric mean over the configuration's "
                       "launches; the shaded band is the 95% confidence interval of that mean "
@@ -201,9 +201,9 @@ def _curves(data: ReportData, images: Mapping[str, str]) -> str:
                       "launches interleaved with the best's own (the same minutes, so the two "
                       "compare directly); the other candidates ran at other times, when the "
                       "machine may have been faster or slower (see the drift below).")
-            + _figure(images, "throughput", "throughput vs message size",
+            + html_figure(images, "throughput", "throughput vs message size",
                       f"Throughput = effective bytes / time, with effective bytes = "
-                      f"{e(data.hockney.volume)} for {e(data.facts.collective)} "
+                      f"{html_escape(data.hockney.volume)} for {html_escape(data.facts.collective)} "
                       f"({data.hockney.volume_factor:g} \u00d7 M on {data.facts.nprocs} ranks). "
                       "Red arrows mark protocol cliffs: the throughput falls to the next larger "
                       "size by more than the two sizes' bands allow (table in "
@@ -220,7 +220,7 @@ def _speedup(data: ReportData, images: Mapping[str, str]) -> str:
     s = data.speedup
     table = ""
     if s is not None:
-        table = _table(("size", "weight", "speedup", "95% CI", "launches",
+        table = html_table(("size", "weight", "speedup", "95% CI", "launches",
                         "contribution (weight \u00d7 ln speedup, pp)"),
                        [(format_size(r.size), f"{r.weight:.1%}", _x(r.speedup),
                          f"{_x(r.low)}..{_x(r.high)}", r.launches,
@@ -230,7 +230,7 @@ def _speedup(data: ReportData, images: Mapping[str, str]) -> str:
                   f"{_x(s.weighted)}. The confirmation figure in the result is measured apart, in "
                   "interleaved rounds.</p>")
     return ('<section id="speedup"><h2>Speedup per message size</h2>'
-            + _figure(images, "speedup", "speedup of the best over the default per size",
+            + html_figure(images, "speedup", "speedup of the best over the default per size",
                       "Top: per size, the mean over the search's launches of log(t / t of the "
                       "default launch paired with it), shown as speedup with its 95% interval "
                       "(per size, not simultaneous). Green: faster beyond doubt, red: slower "
@@ -280,20 +280,20 @@ def _overlap(data: ReportData) -> str:
             "t_CPU \u2212 t_ovrl) / max(t_pure, t_CPU))), of the rank with the largest t_ovrl. "
             "100% means the collective was entirely hidden; 0% means it only progressed inside "
             "MPI calls. Each value is the trimmed mean over the configuration's own launches; "
-            f"{e(OBJECTIVE_TEXT.get(o.objective, o.objective))}.</p>"
-            + _table(header, rows, numeric) + "</section>")
+            f"{html_escape(OBJECTIVE_TEXT.get(o.objective, o.objective))}.</p>"
+            + html_table(header, rows, numeric) + "</section>")
 
 
 def _history(data: ReportData, images: Mapping[str, str]) -> str:
     return ('<section id="history"><h2>Search history and where the time went</h2>'
-            + _figure(images, "history", "optimization history",
+            + html_figure(images, "history", "optimization history",
                       "Top: each trial's speedup over its interleaved default (log scale); a "
                       "pruned trial shows its partial figure over the sizes it measured before it "
                       "was stopped; failed trials sit at the bottom. Green steps: best so far. "
                       "The default itself (star) is scored like a candidate: its distance from "
                       "1.0x is the noise. Bottom: each default launch's time relative to the "
                       "run's first, per size block: the machine's drift that pairing cancels.")
-            + _figure(images, "seconds", "benchmark seconds by purpose",
+            + html_figure(images, "seconds", "benchmark seconds by purpose",
                       "Wall time of the benchmark launches by purpose. The confirmation's time "
                       "is estimated (its launches \u00d7 this study's mean launch time); "
                       "controller and idle time are not included.")
@@ -304,15 +304,15 @@ def _knobs(data: ReportData, images: Mapping[str, str]) -> str:
     imp = data.importance
     rows = [(k, f"{v:.1%}") for k, v in imp.importances]
     return ('<section id="knobs"><h2>Knobs: importance and best value</h2>'
-            + _figure(images, "importance", "parameter importance and best value per knob",
-                      f"Top: {e(imp.evaluator)} over the completed trials: how much of the "
+            + html_figure(images, "importance", "parameter importance and best value per knob",
+                      f"Top: {html_escape(imp.evaluator)} over the completed trials: how much of the "
                       "variation of the score each knob explains. "
-                      + (e(imp.note) + ". " if imp.note else "")
+                      + (html_escape(imp.note) + ". " if imp.note else "")
                       + "Below: for every knob value, the best speedup any completed trial with "
                         "that value reached (n = completed trials with it).",
                       f"No figure: no knob took two values among the completed trials "
                       f"({(imp.note or 'nothing to compare').rstrip('.')}).")
-            + (_table(("knob", "importance"), rows, (1,)) if rows else "")
+            + (html_table(("knob", "importance"), rows, (1,)) if rows else "")
             + "</section>")
 
 
@@ -328,13 +328,13 @@ def _hockney(data: ReportData, images: Mapping[str, str]) -> str:
                          "\u221e" if not math.isfinite(r.m_half_bytes)
                          else format_size_float(r.m_half_bytes)))
     return ('<section id="hockney"><h2>Hockney model per configuration</h2>'
-            + _figure(images, "hockney", "Hockney model fits",
+            + html_figure(images, "hockney", "Hockney model fits",
                       f"t = t_L + V/B fitted per message-size region (a protocol switch starts a "
-                      f"new region), with V the effective volume {e(h.volume)} of "
-                      f"{e(h.collective)} ({h.volume_factor:g} \u00d7 M on {h.nprocs} ranks). "
+                      f"new region), with V the effective volume {html_escape(h.volume)} of "
+                      f"{html_escape(h.collective)} ({h.volume_factor:g} \u00d7 M on {h.nprocs} ranks). "
                       "Points: measured means; lines: the model.",
                       "No figure: no curve has the 3 sizes a fit needs.")
-            + (_table(("configuration", "region (message size)", "sizes", "t_L (\u00b5s)",
+            + (html_table(("configuration", "region (message size)", "sizes", "t_L (\u00b5s)",
                        "B (MB/s)", "M_half = B \u00d7 t_L (effective bytes)"), rows, (2, 3, 4, 5))
                if rows else "")
             + "</section>")
@@ -352,7 +352,7 @@ def _cliffs(data: ReportData) -> str:
         body = ("<p>No cliff: no configuration's throughput falls from one size to the next by "
                 "more than the noise of its two sizes.</p>")
     else:
-        body = _table(("configuration", "from", "to", "throughput (MB/s)", "drop", "noise allowed",
+        body = html_table(("configuration", "from", "to", "throughput (MB/s)", "drop", "noise allowed",
                        "knobs in force"),
                       [(c.label, format_size(c.cliff.before_bytes),
                         format_size(c.cliff.after_bytes),
@@ -379,16 +379,16 @@ def _cost(cost: CostData, images: Mapping[str, str]) -> str:
             ("full grid", str(cost.grid), cost.launches_per_config,
              f"{cost.mean_launch_seconds:.2f}", f"{cost.grid_seconds:,.0f}",
              f"{cost.grid_seconds * n:,.0f}", node_duration(cost.grid_seconds * n))]
-    note = (f"<p class=muted>{e(cost.note)}</p>" if cost.note else "")
+    note = (f"<p class=muted>{html_escape(cost.note)}</p>" if cost.note else "")
     return ('<section id="cost"><h2>Cost: this search against the manual ways</h2>'
-            + _figure(images, "cost", "cost comparison",
+            + html_figure(images, "cost", "cost comparison",
                       "Benchmark node-seconds (log scale). The alternatives are priced at this "
                       "study's own measured launch time: configurations \u00d7 launches per "
                       "configuration \u00d7 mean launch seconds \u00d7 nodes.")
-            + _table(("method", "configurations", "launches each", "mean launch (s)",
+            + html_table(("method", "configurations", "launches each", "mean launch (s)",
                       "seconds", "node-seconds", "in words"), rows, (1, 2, 3, 4, 5))
             + f"<p>The staged sweep sweeps each stage's knobs jointly with the earlier stages "
-              f"fixed ({e(stages)}); it is counted with each stage fixed to this study's best "
+              f"fixed ({html_escape(stages)}); it is counted with each stage fixed to this study's best "
               f"values, every configuration measured once in full ({cost.repetitions} launches "
               "per size block, no pruning), like the <code>--strategy staged</code> yardstick. "
               "The full grid is every distinct configuration of the same space (conditional "
@@ -403,7 +403,7 @@ def _rules(data: ReportData, images: Mapping[str, str]) -> str:
     if stored is None:
         return ""
     head = ('<section id="rules"><h2>Per-size rules</h2>'
-            f"<p><b>{e(stored.failed or stored.verdict)}</b></p>")
+            f"<p><b>{html_escape(stored.failed or stored.verdict)}</b></p>")
     if stored.rules is None:
         return head + "</section>"
     rules = stored.rules
@@ -421,14 +421,14 @@ def _rules(data: ReportData, images: Mapping[str, str]) -> str:
                "rounds, launched with the best configuration's other settings; shaded: the bands "
                "chosen (an algorithm takes a band only where it is faster beyond doubt, and a "
                "band must be worth more than 1% of the weighted score).")
-    return (head + f"<p>{e(rules.collective)} on {rules.comm_size} ranks ({e(rules.stack)} "
+    return (head + f"<p>{html_escape(rules.collective)} on {rules.comm_size} ranks ({html_escape(rules.stack)} "
             "coll_tuned): the algorithm per message-size band.</p>"
-            + _table(("message sizes", "algorithm", "sub-parameters from"), rows)
-            + _figure(images, "rules", "per-size rules", e(caption))
-            + (_table(("comparison (95% CI, simultaneous over the comparisons, paired rounds)", "speedup"),
+            + html_table(("message sizes", "algorithm", "sub-parameters from"), rows)
+            + html_figure(images, "rules", "per-size rules", html_escape(caption))
+            + (html_table(("comparison (95% CI, simultaneous over the comparisons, paired rounds)", "speedup"),
                       compared) if compared else "")
             + (f"<p class=muted>rules file used for the composed launches: "
-               f"<code>{e(stored.rules_file)}</code>; <code>autotune export --format ompi-rules"
+               f"<code>{html_escape(stored.rules_file)}</code>; <code>autotune export --format ompi-rules"
                "</code> writes it with its settings when the rules are adopted.</p>"
                if stored.rules_file else "")
             + "</section>")

@@ -18,10 +18,8 @@ import optuna
 from optuna.distributions import CategoricalDistribution, IntDistribution
 
 from ..errors import AutotuneError
-from ..space import Parameter, SearchSpace, TrialContext, assignments
-from ..space._model import is_choice
-from ..storage import RESOLUTION_ATTR, StudyConfig, TrialRecord
-from ..storage._grid import config_key
+from ..space import Parameter, SearchSpace, TrialContext, assignments, is_choice
+from ..storage import RESOLUTION_ATTR, StudyConfig, TrialRecord, config_key
 
 MAX_COUNT = 1_000_000  # enumerating beyond this says nothing more than "astronomical"
 
@@ -155,7 +153,7 @@ def count_staged(sp: StudySpace, fixed: Mapping[str, Any]) -> Count:
     jointly over the earlier stages' picks, as strategy._staged does; each stage's pick is taken
     from `fixed` (this study's best), so a stage whose knobs that pick leaves inactive adds
     nothing. The default configuration (trial 0) is counted once."""
-    from ..strategy._staged import StagedStrategy
+    from ..strategy import StagedStrategy
 
     params = list(_knobs(sp))
     staged = StagedStrategy()
@@ -181,7 +179,7 @@ def _active_defaults(params: Sequence[Parameter], context_values: Mapping[str, A
 
 def stage_names(sp: StudySpace) -> tuple[tuple[str, ...], ...]:
     """The knobs of each stage of the staged sweep, in order (for the page's explanation)."""
-    from ..strategy._staged import StagedStrategy
+    from ..strategy import StagedStrategy
 
     return tuple(StagedStrategy()._stages(list(_knobs(sp))))
 

@@ -1,8 +1,10 @@
-"""Per-size algorithm rules (RuleSet) and how they are chosen from a study's measurements
-(the stage itself is `autotune.rules.stage`, imported where it runs: it needs storage)."""
+"""Per-size algorithm rules (RuleSet) and how they are chosen from measurements of every
+algorithm at every size (the stage that measures them is `autotune.endgame.stage`)."""
 
-from ._model import (TUNED_PREFIX, AlgorithmChoice, RuleSet, SizeBand, choice_from_params,
-                     ompi_message_size, tuned_param_names)
+from ._model import (TIMES_COMM_SIZE, TUNED_PREFIX, AlgorithmChoice, RuleSet, SizeBand,
+                     choice_from_params, ompi_message_size, tuned_param_names)
+from ._select import per_size_choice, plan_bands, rule_set
 
-__all__ = ["TUNED_PREFIX", "AlgorithmChoice", "RuleSet", "SizeBand", "choice_from_params",
-           "ompi_message_size", "tuned_param_names"]
+__all__ = ["AlgorithmChoice", "RuleSet", "SizeBand", "TIMES_COMM_SIZE", "TUNED_PREFIX",
+           "choice_from_params", "ompi_message_size", "per_size_choice", "plan_bands",
+           "rule_set", "tuned_param_names"]

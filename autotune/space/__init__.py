@@ -2,13 +2,14 @@
 (_policy), the check against what the installed MPI offers (_resolve), and the configurations one
 knob away from another (_neighbours)."""
 
-from ._load import SPACES_DIR, available_spaces, check_args, check_name, load_space
-from ._model import (Compose, LaunchSettings, Parameter, Requirement, SearchSpace, Setting,
-                     TrialContext, assignments, check_value)
+from ._load import SPACES_DIR, available_spaces, check_args, check_name, load_space, parse_yaml
+from ._model import (UNSET, Compose, LaunchSettings, Parameter, Requirement, SearchSpace, Setting,
+                     TrialContext, assignments, check_value, is_choice)
 from ._neighbours import completed, one_knob_changes, spread_values, values_of
 from ._resolve import Removal, ResolvedSpace, resolve
 
-__all__ = ["Compose", "LaunchSettings", "check_args", "Parameter", "Removal",
-           "Requirement", "ResolvedSpace", "SPACES_DIR", "SearchSpace", "Setting", "TrialContext",
-           "assignments", "available_spaces", "check_name", "check_value", "completed",
-           "load_space", "one_knob_changes", "resolve", "spread_values", "values_of"]
+__all__ = ["Compose", "LaunchSettings", "Parameter", "Removal", "Requirement", "ResolvedSpace",
+           "SPACES_DIR", "SearchSpace", "Setting", "TrialContext", "UNSET", "assignments",
+           "available_spaces", "check_args", "check_name", "check_value", "completed",
+           "is_choice", "load_space", "one_knob_changes", "parse_yaml", "resolve",
+           "spread_values", "values_of"]

@@ -61,7 +61,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def _parse_yaml(text: str, origin: str) -> Any:
+def parse_yaml(text: str, origin: str) -> Any:
     """Events first (no alias, nesting at most MAX_YAML_DEPTH, stopping at the first offence:
     PyYAML's scanner is quadratic in flow nesting), then the strict load."""
     depth = 0
@@ -126,7 +126,7 @@ def load_space(spec: str) -> SearchSpace:
         path = shipped[spec]
     data = read_bytes_input(path, "search space", MAX_SPACE_BYTES, SpaceError)
     text = decode_text(data, "search space", path, SpaceError)
-    space = parse_space(_parse_yaml(text, str(path)), str(path))
+    space = parse_space(parse_yaml(text, str(path)), str(path))
     return SearchSpace(**{**space.__dict__, "digest": hashlib.sha256(data).hexdigest()[:16]})
 
 

@@ -20,19 +20,18 @@ from ._study import (ConfirmedCandidate, StoredConfirmation, StoredRun, StoredVe
                      VerifiedSize, stored_confirmation, stored_run, stored_verification)
 from ._trials import (HISTORY_COLUMNS, NBC_SIZE_COLUMNS, SIZE_COLUMNS, StudyConfig, history_frame,
                       stored_config, trial_records)
+from ._grid import Config, Grid, config_key, grid_rows, read_grid
 
-__all__ = [
-    "choose_name",
-    "BASELINE_PREFIX", "CONFIG_ATTR", "CONFIRMATION_ATTR", "FINGERPRINT_ATTR", "HISTORY_COLUMNS",
-    "RESOLUTION_ATTR", "RUN_ATTR", "SIZE_COLUMNS", "STUDY_KEYS", "BaselineLaunch",
-    "ConfirmedCandidate", "StoredConfirmation", "StoredRun", "StoredSettings", "StudyConfig",
-    "TrialKey", "TrialRecord", "autotune_home", "baseline_key", "default_storage_url",
-    "failure_attrs", "history_frame", "load_baselines", "load_existing_study", "open_storage",
-    "quiet_optuna", "redact", "requeue_attrs", "run_attrs", "save_baseline", "stored_config",
-    "stored_confirmation", "stored_run", "study_names", "trial_attrs", "trial_records",
-    "enqueue_default", "known_invalid_params", "params_key", "recover_abandoned",
-    "VERIFICATION_ATTR", "StoredVerification", "VerifiedSize", "stored_verification",
-    "NEVER_AGAIN", "PatientStorage", "record_checksum",
-    "RULES_ATTR", "Comparison", "RuleVariant", "StoredRules", "save_rules", "stored_rules",
-    "NBC_SIZE_COLUMNS",
-]
+__all__ = ["BASELINE_PREFIX", "BaselineLaunch", "CONFIG_ATTR", "CONFIRMATION_ATTR", "Comparison",
+           "Config", "ConfirmedCandidate", "FINGERPRINT_ATTR", "Grid", "HISTORY_COLUMNS",
+           "NBC_SIZE_COLUMNS", "NEVER_AGAIN", "PatientStorage", "RESOLUTION_ATTR", "RULES_ATTR",
+           "RUN_ATTR", "RuleVariant", "SIZE_COLUMNS", "STUDY_KEYS", "StoredConfirmation",
+           "StoredRules", "StoredRun", "StoredSettings", "StoredVerification", "StudyConfig",
+           "TrialKey", "TrialRecord", "VERIFICATION_ATTR", "VerifiedSize", "autotune_home",
+           "baseline_key", "choose_name", "config_key", "default_storage_url", "enqueue_default",
+           "failure_attrs", "grid_rows", "history_frame", "known_invalid_params",
+           "load_baselines", "load_existing_study", "open_storage", "params_key", "quiet_optuna",
+           "read_grid", "record_checksum", "recover_abandoned", "redact", "requeue_attrs",
+           "run_attrs", "save_baseline", "save_rules", "stored_config", "stored_confirmation",
+           "stored_rules", "stored_run", "stored_verification", "study_names", "trial_attrs",
+           "trial_records"]

@@ -17,11 +17,8 @@ from pathlib import Path
 import optuna
 
 from ..errors import InputError, StorageError
+from ..files import autotune_home
 from ._patient import PatientStorage
-
-
-def autotune_home() -> Path:
-    return Path(os.environ.get("AUTOTUNE_HOME") or Path.home() / ".autotune").expanduser()
 
 
 def default_storage_url() -> str:

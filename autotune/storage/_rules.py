@@ -1,6 +1,6 @@
 """The per-size rules of a study (RULES_ATTR): every algorithm variant measured per size, the
 bands chosen from them, and the composed rule set measured against the untuned stack and the best
-single configuration. Written by rules/stage.py; read by export, status and report."""
+single configuration. Written by endgame/stage.py; read by export, status and report."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..benchmarks._base import NbcTiming
+from ..collectives import NbcTiming
 from ..errors import StorageError
 from ._coerce import (Attrs, as_bool, as_float, as_int, as_int_tuple, as_list, as_mapping,
                       as_opt_float, as_opt_int, as_str, as_str_tuple, dict_of_floats,

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from autotune.benchmarks import parse_kernel_output
-from autotune.benchmarks._base import SizeTiming, check_timing
+from autotune.benchmarks._base import check_timing
+from autotune.collectives import SizeTiming
 from autotune.errors import BenchmarkOutputError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -33,8 +33,8 @@ from ..space import LaunchSettings, SearchSpace, TrialContext
 from ..stats import mean_interval
 from ..storage import (Comparison, RuleVariant, StoredRules, TrialRecord, save_rules,
                        stored_rules)
-from ._model import AlgorithmChoice, RuleSet, choice_from_params, tuned_param_names
-from ._select import per_size_choice, plan_bands, rule_set
+from ..rules import (AlgorithmChoice, RuleSet, choice_from_params, per_size_choice, plan_bands,
+                     rule_set, tuned_param_names)
 
 if TYPE_CHECKING:
     from ..baseline import Placement

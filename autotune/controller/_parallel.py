@@ -3,15 +3,32 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from .errors import NoNodes, NothingNew
+from ..errors import NoNodes, NothingNew
 
 if TYPE_CHECKING:
-    from .controller import Controller
+    from ..events import RunSummary, TrialOutcome
+    from ..launch import NodePool
 
 
-def run_parallel(controller: Controller, n_trials: int, deadline: float | None) -> None:
+class TrialLoop(Protocol):
+    """What the parallel mode needs of the study loop (the Controller is one)."""
+
+    parallel: int
+    stopping: threading.Event
+    summary: RunSummary
+    pool: NodePool
+    _lock: threading.Lock
+
+    def _out_of_time(self, deadline: float | None) -> bool: ...
+
+    def run_trial(self) -> TrialOutcome: ...
+
+    def pause_if_infrastructure_keeps_failing(self) -> None: ...
+
+
+def run_parallel(controller: TrialLoop, n_trials: int, deadline: float | None) -> None:
     """Up to `parallel` trials at once, each on its own node group, in worker threads; the
     sampler's constant liar keeps them from proposing the same point. A stop (signal here,
     a fatal error in a worker) cancels every running launch; their trials are re-queued."""

@@ -10,7 +10,7 @@ from autotune.export import best_config
 from autotune.launch import LocalLauncher
 from autotune.measure import MeasurementPlan, Measurer
 from autotune.rules import AlgorithmChoice, RuleSet
-from autotune.rules.stage import PerSizeStage
+from autotune.endgame.stage import PerSizeStage
 from autotune.space import TrialContext, load_space
 from autotune.storage import StoredRules, stored_rules
 

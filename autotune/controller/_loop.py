@@ -24,25 +24,25 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.trial import TrialState
 
-from . import objective
-from .baseline import BaselineFailed, InterleavedDefault, Placement
-from .confirm import ConfirmPolicy, confirm, no_candidate
-from .errors import (AutotuneError, ClusterLost, EnvironmentProblem, InputError, LaunchFailure,
+from .. import objective
+from ..baseline import BaselineFailed, InterleavedDefault, Placement
+from ..confirm import ConfirmPolicy, confirm, no_candidate
+from ..errors import (AutotuneError, ClusterLost, EnvironmentProblem, InputError, LaunchFailure,
                      NoNodes, NothingNew, StorageError)
-from .errors import StopRequested as StopSignal
-from .events import Events, NullEvents, RunSummary, SerializedEvents, TrialOutcome
-from .measure import (LaunchFailed, LaunchRecord, Measurer, PlannedLaunch, TrialMeasurement,
-                      raw_from)
-from .probe import HostInfo
-from .space import SearchSpace, TrialContext
-from .storage import (NEVER_AGAIN, RUN_ATTR, BaselineLaunch, PatientStorage, StudyConfig,
+from ..errors import StopRequested as StopSignal
+from ..events import Events, NullEvents, RunSummary, SerializedEvents, TrialOutcome
+from ..measure import LaunchFailed, LaunchRecord, Measurer, PlannedLaunch
+from ..probe import HostInfo
+from ..space import SearchSpace, TrialContext
+from ..storage import (NEVER_AGAIN, RUN_ATTR, BaselineLaunch, PatientStorage, StudyConfig,
                       TrialKey, TrialRecord, enqueue_default, failure_attrs, known_invalid_params,
                       load_baselines, params_key, record_checksum, requeue_attrs, run_attrs,
                       save_baseline, trial_attrs)
-from .strategy import SearchSetup, Strategy
+from ..strategy import SearchSetup, Strategy
+from ._trial import TrialMeasurement, raw_from
 
 if TYPE_CHECKING:  # the controller is handed a pool; it never builds one
-    from .launch import NodePool
+    from ..launch import NodePool
 
 QUEUED_ATTRS = (TrialKey.IS_DEFAULT, TrialKey.WARM_START, TrialKey.REQUEUED_FROM)  # enqueued
 MAX_ASKS = 100  # proposals in a row that repeat what was measured: the sampler has nothing new
@@ -103,7 +103,7 @@ class Controller:
         self.infra_pause_after = infra_pause_after
         self.infra_pause_seconds = infra_pause_seconds
         self.verifier = verifier  # (placement, deadline) -> the independent check (verify.py)
-        self.per_size = per_size  # (placement, deadline) -> per-size rules (rules/stage.py)
+        self.per_size = per_size  # (placement, deadline) -> per-size rules (endgame/stage.py)
         self.infra_in_a_row = 0
         self.known_invalid = known_invalid_params(study)
         self.measured = {params_key(t.params): t.number for t in study.get_trials(
@@ -173,7 +173,7 @@ class Controller:
         return False
 
     def _run_parallel(self, n_trials: int, deadline: float | None) -> None:
-        from .parallel import run_parallel
+        from ._parallel import run_parallel
 
         run_parallel(self, n_trials, deadline)
 
