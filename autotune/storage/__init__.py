@@ -15,6 +15,7 @@ from ._schema import (BASELINE_PREFIX, CONFIG_ATTR, CONFIRMATION_ATTR, FINGERPRI
                       TrialKey,
                       TrialRecord, failure_attrs, record_checksum, requeue_attrs, run_attrs,
                       trial_attrs)
+from ._save import save_trial, skip_trial
 from ._rules import Comparison, RuleVariant, StoredRules, save_rules, stored_rules
 from ._study import (ConfirmedCandidate, StoredConfirmation, StoredRun, StoredVerification,
                      VerifiedSize, stored_confirmation, stored_run, stored_verification)
@@ -22,16 +23,16 @@ from ._trials import (HISTORY_COLUMNS, NBC_SIZE_COLUMNS, SIZE_COLUMNS, StudyConf
                       stored_config, trial_records)
 from ._grid import Config, Grid, config_key, grid_rows, read_grid
 
-__all__ = ["BASELINE_PREFIX", "BaselineLaunch", "CONFIG_ATTR", "CONFIRMATION_ATTR", "Comparison",
-           "Config", "ConfirmedCandidate", "FINGERPRINT_ATTR", "Grid", "HISTORY_COLUMNS",
-           "NBC_SIZE_COLUMNS", "NEVER_AGAIN", "PatientStorage", "RESOLUTION_ATTR", "RULES_ATTR",
-           "RUN_ATTR", "RuleVariant", "SIZE_COLUMNS", "STUDY_KEYS", "StoredConfirmation",
-           "StoredRules", "StoredRun", "StoredSettings", "StoredVerification", "StudyConfig",
-           "TrialKey", "TrialRecord", "VERIFICATION_ATTR", "VerifiedSize", "autotune_home",
-           "baseline_key", "choose_name", "config_key", "default_storage_url", "enqueue_default",
-           "failure_attrs", "grid_rows", "history_frame", "known_invalid_params",
-           "load_baselines", "load_existing_study", "open_storage", "params_key", "quiet_optuna",
-           "read_grid", "record_checksum", "recover_abandoned", "redact", "requeue_attrs",
-           "run_attrs", "save_baseline", "save_rules", "stored_config", "stored_confirmation",
-           "stored_rules", "stored_run", "stored_verification", "study_names", "trial_attrs",
-           "trial_records"]
+__all__ = ["BASELINE_PREFIX", "CONFIG_ATTR", "CONFIRMATION_ATTR", "FINGERPRINT_ATTR",
+           "HISTORY_COLUMNS", "NBC_SIZE_COLUMNS", "NEVER_AGAIN", "RESOLUTION_ATTR", "RULES_ATTR",
+           "RUN_ATTR", "SIZE_COLUMNS", "STUDY_KEYS", "VERIFICATION_ATTR", "BaselineLaunch",
+           "Comparison", "Config", "ConfirmedCandidate", "Grid", "PatientStorage", "RuleVariant",
+           "StoredConfirmation", "StoredRules", "StoredRun", "StoredSettings",
+           "StoredVerification", "StudyConfig", "TrialKey", "TrialRecord", "VerifiedSize",
+           "autotune_home", "baseline_key", "choose_name", "config_key", "default_storage_url",
+           "enqueue_default", "failure_attrs", "grid_rows", "history_frame",
+           "known_invalid_params", "load_baselines", "load_existing_study", "open_storage",
+           "params_key", "quiet_optuna", "read_grid", "record_checksum", "recover_abandoned",
+           "redact", "requeue_attrs", "run_attrs", "save_baseline", "save_rules", "save_trial",
+           "skip_trial", "stored_config", "stored_confirmation", "stored_rules", "stored_run",
+           "stored_verification", "study_names", "trial_attrs", "trial_records"]

@@ -1,0 +1,46 @@
+"""A finished trial written as one record: its attributes, sealed by a checksum over params,
+attributes and value, then its state told to Optuna. Nothing else writes a trial's end."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from ._schema import TrialKey, failure_attrs, record_checksum
+
+STATES = {"COMPLETE": TrialState.COMPLETE, "PRUNED": TrialState.PRUNED, "FAIL": TrialState.FAIL}
+
+
+def save_trial(study: optuna.Study, trial: optuna.Trial, state: str, value: float | None,
+               attrs: Mapping[str, Any]) -> None:
+    """Write `attrs`, sealed, and tell `state` ("COMPLETE" with `value`, "PRUNED", "FAIL").
+    Interrupted (Ctrl-C) before the state was told, the record is sealed and told as failed
+    instead: a record sealed for an outcome that was never told would read as corrupt."""
+    sealed = dict(attrs)
+    sealed[TrialKey.CHECKSUM] = record_checksum(trial.params, {**trial.user_attrs, **sealed},
+                                                value if state == "COMPLETE" else None)
+    try:
+        for key, item in sealed.items():
+            trial.set_user_attr(key, item)
+        if state == "COMPLETE":
+            study.tell(trial, value)
+        else:
+            study.tell(trial, state=STATES[state])
+    except KeyboardInterrupt:
+        stored = study._storage.get_trial(trial._trial_id)  # noqa: SLF001
+        if not stored.state.is_finished():
+            trial.set_user_attr(TrialKey.CHECKSUM, record_checksum(
+                trial.params, {**trial.user_attrs, **sealed}, None))
+        study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+        raise
+
+
+def skip_trial(study: optuna.Study, trial: optuna.Trial, reason: str, detail: str) -> None:
+    """Fail a proposal that is not launched (a repeat, a configuration MPI refused before)."""
+    for name, value in failure_attrs(reason, detail).items():
+        trial.set_user_attr(name, value)
+    trial.set_user_attr(TrialKey.SKIPPED, True)
+    study.tell(trial, state=TrialState.FAIL)
