@@ -349,7 +349,7 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
         raise AutotuneError(f"cannot create study {name!r}: {exc}") from None
     notes: list[str] = []
     launches_per_trial = options.repetitions * len(plan.blocks())
-    wilcoxon = options.prune and options.strategy == "tpe"  # the one that prunes on p-values
+    wilcoxon = isinstance(strategy.pruner(), optuna.pruners.WilcoxonPruner)  # p-value pruning
     if wilcoxon and 0.5 ** min(launches_per_trial - 1, 30) >= options.p_threshold:
         notes.append(f"pruning can never trigger: {launches_per_trial - 1} launches give at best "
                      f"p={0.5 ** (launches_per_trial - 1):.3g} >= --p-threshold {options.p_threshold}")

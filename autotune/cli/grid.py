@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..benchmarks import BENCHMARKS, COLLECTIVES
+from ..strategy import STRATEGIES
 from . import render
 from .options import launcher_option, name_value, positive_float, sizes_option
 
@@ -71,8 +72,6 @@ def bench() -> None:
 
 
 def _names(_ctx, _param, value: str) -> list[str]:
-    from ..strategy import STRATEGIES
-
     names = [v.strip() for v in value.split(",") if v.strip()]
     unknown = [n for n in names if n not in STRATEGIES]
     if unknown or not names:
@@ -92,7 +91,7 @@ def _budgets(_ctx, _param, value: str) -> list[int]:
 
 @bench.command("strategies")
 @click.option("--grid", "grid_path", type=click.Path(dir_okay=False, exists=True), required=True)
-@click.option("--strategy", "strategies", default="screen,staged,tpe,random,grid", show_default=True,
+@click.option("--strategy", "strategies", default=",".join(STRATEGIES), show_default=True,
               callback=_names)
 @click.option("--budget", "budgets", default="10,20,40,80", show_default=True,
               callback=_budgets, help="trials per run")

@@ -12,7 +12,7 @@ from ..errors import AutotuneError, InputError
 from ..objective import OBJECTIVES
 from ..options import DEFAULT_SPACE
 from ..session import DEFAULT_SIZES
-from ..strategy import DEFAULT_STRATEGY, STRATEGIES
+from ..strategy import DEFAULT_STRATEGY, STRATEGIES, strategy_help
 from . import render
 from .models import BackgroundStart, Message, StatusReport
 from .options import (
@@ -55,10 +55,7 @@ from .options import (
               help="YAML/CSV mapping message size -> weight (e.g. from an application profile)")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default=DEFAULT_STRATEGY,
               show_default=True,
-              help="how configurations are proposed: screen (each knob alone from the untuned "
-                   "stack, then a model of main effects and pairs; losers raced out), tpe "
-                   "(Optuna's TPE, Wilcoxon pruning), random, grid (every configuration once), "
-                   "staged (the manual staged sweep, as a yardstick); docs/strategies.md")
+              help=f"how configurations are proposed: {strategy_help()}; docs/strategies.md")
 @click.option("--benchmark", type=click.Choice(BENCHMARKS), default="mpi4py", show_default=True,
               help="what times the collective: the mpi4py kernel shipped with autotune, or "
                    "IMB-MPI1 (Intel MPI Benchmarks)")

@@ -72,8 +72,15 @@ class SearchSetup:
 
 class Strategy(ABC):
     name: str = ""
+    summary: str = ""  # one phrase for `start --strategy`'s help
     launch_order: str = "blocks"  # "blocks": block by block; "rounds": one launch of each in turn
     baseline_every: int | None = None  # candidate launches per default launch (None: --baseline-every)
+
+    @classmethod
+    def from_options(cls, seed: int | None, *, prune: bool = True, prune_after: int = 4,
+                     p_threshold: float = 0.1) -> Strategy:
+        """Made from `start`'s options; a strategy uses the pruning options it has a use for."""
+        return cls(seed)
 
     @abstractmethod
     def sampler(self, fixed: Mapping[str, Any] | None = None) -> optuna.samplers.BaseSampler:

@@ -33,6 +33,7 @@ class GridStrategy(Strategy):
     and never proposes a configuration twice; no pruning; the run ends when all are measured."""
 
     name = "grid"
+    summary = "every configuration once"
 
     def __init__(self, seed: int | None = None) -> None:
         self.seed = seed

@@ -14,6 +14,7 @@ class RandomStrategy(Strategy):
     """Uniform over the (conditional) space; no pruning, so each proposal is measured in full."""
 
     name = "random"
+    summary = "uniform over the space"
 
     def __init__(self, seed: int | None = None) -> None:
         self.seed = seed

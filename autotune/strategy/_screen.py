@@ -110,8 +110,15 @@ class Measured:
 
 class ScreenStrategy(Strategy):
     name = "screen"
+    summary = ("each knob alone from the untuned stack, then a model of main effects and pairs; "
+               "losers raced out")
     launch_order = "rounds"
     baseline_every = 3
+
+    @classmethod
+    def from_options(cls, seed: int | None, *, prune: bool = True, prune_after: int = 4,
+                     p_threshold: float = 0.1) -> ScreenStrategy:
+        return cls(seed, race=prune)
 
     def __init__(self, seed: int | None = None, *, race: bool = True, default_rounds: int = 2,
                  z_continue: float = 1.0, z_first: float = 2.0, min_gain: float = 0.01,

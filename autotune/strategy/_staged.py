@@ -26,6 +26,7 @@ STAGES = (("pml", "UCX_TLS", "UCX_RNDV_THRESH", "UCX_RNDV_THRESH_INTRA", "UCX_RN
 
 class StagedStrategy(Strategy):
     name = "staged"
+    summary = "the manual staged sweep, as a yardstick"
 
     def __init__(self, seed: int | None = None) -> None:
         self.seed = seed

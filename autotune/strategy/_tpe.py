@@ -22,6 +22,12 @@ class TpeStrategy(Strategy):
     """
 
     name = "tpe"
+    summary = "Optuna's TPE, Wilcoxon pruning"
+
+    @classmethod
+    def from_options(cls, seed: int | None, *, prune: bool = True, prune_after: int = 4,
+                     p_threshold: float = 0.1) -> TpeStrategy:
+        return cls(seed, prune=prune, prune_after=prune_after, p_threshold=p_threshold)
 
     def __init__(self, seed: int | None = None, *, prune: bool = True, prune_after: int = 4,
                  p_threshold: float = 0.1) -> None:
