@@ -14,8 +14,6 @@ from ..errors import AutotuneError, InputError
 from ..export import printable
 from ._status import case_studies
 
-SUFFIX = {"env": ".env", "json": ".json", "mca-params": ".mca-params.conf", "ompi-rules": ".rules",
-          "mpich-json": ".mpich.json", "ucc-tune": ".ucc-tune.env"}
 DEFAULT_FORMATS = ("env", "json", "ompi-rules")
 COMBINED = "campaign.rules"
 
@@ -73,7 +71,7 @@ def export_campaign(storage_url: str | None, name: str, out_dir: str | Path,
             skipped.append(Skipped(case.label, str(exc)))
             continue
         for fmt in formats:
-            path = out / f"{case.label}{SUFFIX[fmt]}"
+            path = out / f"{case.label}{EXPORTERS[fmt].suffix}"
             check_output_path(path, "campaign export -o")
             try:
                 text = export_text(fmt, best, ExportOptions(path=os.path.abspath(path)))

@@ -14,6 +14,7 @@ ExportOptions (where the file goes, a format override): call them through export
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ._best import (BestConfig, best_config, check_exportable, describe_sizes, header_lines,
                     printable, withhold)
@@ -26,17 +27,30 @@ from ._ompi_rules import (COLL_IDS, RULES_FORMATS, ompi_rules_campaign, ompi_rul
 from ._options import ExportOptions
 from ._ucc_tune import TUNE_VAR, ucc_tune_file
 
-Exporter = Callable[[BestConfig], str]
+Exporter = Callable[..., str]  # (best[, options=ExportOptions]) -> the file's text
 
-EXPORTERS: dict[str, Exporter] = {
-    "env": env_file,
-    "json": json_file,
-    "mca-params": mca_params_file,
-    "ompi-rules": ompi_rules_file,
-    "mpich-json": mpich_json_file,
-    "ucc-tune": ucc_tune_file,
-}
-WITH_OPTIONS = frozenset({"ompi-rules", "mpich-json", "ucc-tune"})
+
+@dataclass(frozen=True)
+class ExportFormat:
+    """One format a user picks by name: how it is written, the file suffix a campaign gives
+    it, and whether it takes ExportOptions (the rule formats)."""
+
+    name: str
+    write: Exporter
+    suffix: str
+    takes_options: bool = False
+
+
+# The registry: a new format is one module and one entry here (the CLI's choices and the
+# campaign's file names come from it).
+EXPORTERS: dict[str, ExportFormat] = {f.name: f for f in (
+    ExportFormat("env", env_file, ".env"),
+    ExportFormat("json", json_file, ".json"),
+    ExportFormat("mca-params", mca_params_file, ".mca-params.conf"),
+    ExportFormat("ompi-rules", ompi_rules_file, ".rules", takes_options=True),
+    ExportFormat("mpich-json", mpich_json_file, ".mpich.json", takes_options=True),
+    ExportFormat("ucc-tune", ucc_tune_file, ".ucc-tune.env", takes_options=True),
+)}
 JSON_SCHEMA = "json-export.schema.json"  # package data: the JSON Schema of --format json
 
 
@@ -50,10 +64,10 @@ def json_schema() -> dict:
 
 def export_text(fmt: str, best: BestConfig, options: ExportOptions | None = None) -> str:
     """The file of format `fmt`; options reach the formats that use them."""
-    exporter = EXPORTERS[fmt]
-    if fmt in WITH_OPTIONS:
-        return exporter(best, options=options or ExportOptions())  # type: ignore[call-arg]
-    return exporter(best)
+    export = EXPORTERS[fmt]
+    if export.takes_options:
+        return export.write(best, options=options or ExportOptions())
+    return export.write(best)
 
 
 def reader_hint(fmt: str, best: BestConfig, path: str) -> str | None:
@@ -71,8 +85,8 @@ def reader_hint(fmt: str, best: BestConfig, path: str) -> str | None:
     return None
 
 
-__all__ = ["BestConfig", "COLL_IDS", "EXPORTERS", "ExportOptions", "Exporter", "JSON_SCHEMA",
-           "MPIRUN_ARGS_VAR", "RULES_FORMATS", "TUNE_VAR", "WITH_OPTIONS", "best_config",
+__all__ = ["BestConfig", "COLL_IDS", "EXPORTERS", "ExportFormat", "ExportOptions", "Exporter",
+           "JSON_SCHEMA", "MPIRUN_ARGS_VAR", "RULES_FORMATS", "TUNE_VAR", "best_config",
            "check_exportable", "describe_sizes", "env_file", "export_text", "header_lines",
            "json_file", "json_schema", "mca_params_file", "mpich_json_file",
            "ompi_rules_campaign", "ompi_rules_file", "ompi_rules_text", "ompi_version",

@@ -87,7 +87,7 @@ def test_no_completed_trial(tmp_path):
 def test_exporters_by_name():
     assert set(EXPORTERS) == {"env", "json", "mca-params", "ompi-rules", "mpich-json", "ucc-tune"}
     for name in ("env", "json", "mca-params"):  # the rule formats need a collective: own tests
-        text = EXPORTERS[name](best())
+        text = EXPORTERS[name].write(best())
         assert isinstance(text, str) and text.endswith("\n"), name
 
 
@@ -153,12 +153,12 @@ def test_json_export_loads(study):
 ])
 def test_unsafe_stored_settings_are_not_exported(exporter, overrides):
     with pytest.raises(StorageError, match="not safe to export"):
-        EXPORTERS[exporter](best(**overrides))
+        EXPORTERS[exporter].write(best(**overrides))
 
 
 @pytest.mark.parametrize("exporter", ["env", "mca-params"])
 def test_header_fields_cannot_break_out_of_their_comment(exporter):
-    text = EXPORTERS[exporter](best(study="s\ntouch /tmp/pwned", context={"NPS": "1\necho hi"}))
+    text = EXPORTERS[exporter].write(best(study="s\ntouch /tmp/pwned", context={"NPS": "1\necho hi"}))
     allowed = ("#", "export ") if exporter == "env" else ("#", "pml = ")
     assert all(line.startswith(allowed) for line in text.splitlines())
 
