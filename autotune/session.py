@@ -18,6 +18,7 @@ import optuna
 
 from .benchmarks import (REDUCTION_ELEMENT_BYTES, REDUCTIONS, Benchmark, is_nonblocking,
                          make_benchmark)
+from .benchmarks import REGISTRY as BENCHMARK_KINDS
 from .checks import check_cores, check_host_count, check_site_settings
 from .controller import Controller
 from .daemon import Owner, StudyLock
@@ -182,8 +183,9 @@ def fingerprint_of(caps: Capabilities, host: HostInfo, config: StudyConfig,
 
 def benchmark_of(options: StartOptions) -> Benchmark:
     """The configured benchmark, checked usable here (IMB found and executable, ...)."""
-    benchmark = make_benchmark(options.benchmark,  # with the kernel, --imb-dir is for the check
-                               imb_dir=options.imb_dir if options.benchmark == "imb" else None,
+    takes_dir = "imb_dir" in BENCHMARK_KINDS[options.benchmark].options  # else it is the check's
+    benchmark = make_benchmark(options.benchmark,
+                               imb_dir=options.imb_dir if takes_dir else None,
                                imb_mem_gb=options.imb_mem_gb, imb_off_cache=options.imb_off_cache,
                                numactl=options.numactl, collective=options.collective)
     benchmark.check()

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 import optuna
 
 from . import objective
-from .benchmarks import Benchmark, make_benchmark
+from .benchmarks import REGISTRY as BENCHMARK_KINDS
+from .benchmarks import Benchmark, kind_of_stored, make_benchmark
 from .errors import AutotuneError, EnvironmentProblem, InputError
 from .measure import LaunchFailed, MeasurementPlan, Measurer, PlannedLaunch
 from .space import LaunchSettings
@@ -56,8 +57,8 @@ class VerificationFailed(AutotuneError):
 
 
 def search_benchmark(config: StudyConfig) -> str:
-    """`imb` or `mpi4py`: what the search measured with (older studies stored nothing: the kernel)."""
-    return "imb" if config.benchmark.startswith("IMB") else "mpi4py"
+    """The name of what the search measured with (older studies stored nothing: the default)."""
+    return kind_of_stored(config.benchmark)
 
 
 @dataclass(frozen=True)
@@ -67,14 +68,15 @@ class BenchmarkChoice:
     note: str = ""  # what the user should know about the choice
 
 
-def _imb(imb_dir: str | None, collective: str | None = None) -> Benchmark | None:
-    """IMB-MPI1 (IMB-NBC for a non-blocking collective) from `imb_dir`, else PATH; None when it
-    is not there."""
-    bench = make_benchmark("imb", imb_dir=imb_dir, collective=collective)
+def _found(name: str, imb_dir: str | None, collective: str | None) -> Benchmark | None:
+    """The benchmark `name`, checked usable here (IMB from `imb_dir`, else PATH); None when it is
+    not there, unless its location was given (a wrong folder is an error, not a fallback)."""
+    given = imb_dir if "imb_dir" in BENCHMARK_KINDS[name].options else None
+    bench = make_benchmark(name, imb_dir=given, collective=collective)
     try:
         bench.check()
     except EnvironmentProblem:
-        if imb_dir:  # asked for explicitly: a wrong folder is an error, not a quiet fallback
+        if given:
             raise
         return None
     return bench
@@ -83,27 +85,30 @@ def _imb(imb_dir: str | None, collective: str | None = None) -> Benchmark | None
 def choose_benchmark(search: str, requested: str | None = None, imb_dir: str | None = None,
                      *, allow_same: bool = True,
                      collective: str | None = None) -> BenchmarkChoice | None:
-    """The benchmark of the check: `requested`, else the other one than the search's (IMB via
-    `imb_dir` or PATH). Without IMB a kernel-searched study is checked with the kernel again
-    (not independent, said in the note) when `allow_same`, else there is no check (None)."""
+    """The benchmark of the check: `requested`, else the search benchmark's verification partner
+    (the registry's; IMB via `imb_dir` or PATH). Without the partner a study is checked with its
+    own benchmark again (not independent, said in the note) when `allow_same`, else there is no
+    check (None)."""
     if requested:
-        bench = make_benchmark(requested, imb_dir=imb_dir if requested == "imb" else None,
+        takes_dir = "imb_dir" in BENCHMARK_KINDS[requested].options
+        bench = make_benchmark(requested, imb_dir=imb_dir if takes_dir else None,
                                collective=collective)
         bench.check()
         same = requested == search
         note = (f"the search used {bench.describe()} too: this check is not independent"
                 if same else "")
         return BenchmarkChoice(bench, not same, note)
-    if search == "imb":
-        return BenchmarkChoice(make_benchmark("mpi4py"), True)
-    imb = _imb(imb_dir, collective)
-    if imb is not None:
-        return BenchmarkChoice(imb, True)
+    partner = BENCHMARK_KINDS[search].partner
+    found = _found(partner, imb_dir, collective)
+    if found is not None:
+        return BenchmarkChoice(found, True)
     if not allow_same:
         return None
-    return BenchmarkChoice(make_benchmark("mpi4py"), False,
-                           "IMB-MPI1 not found (--imb-dir DIR, or PATH): checked with the mpi4py "
-                           "kernel, the search's own benchmark, so the check is not independent")
+    own = make_benchmark(search, collective=collective)
+    return BenchmarkChoice(own, False,
+                           f"{BENCHMARK_KINDS[partner].label} not found (--imb-dir DIR, or "
+                           f"PATH): checked with {BENCHMARK_KINDS[search].label}, the search's "
+                           "own benchmark, so the check is not independent")
 
 
 # ------------------------------------------------------------------ what is compared

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..benchmarks import BENCHMARKS, COLLECTIVES
+from ..benchmarks import BENCHMARKS, COLLECTIVES, DEFAULT_BENCHMARK
 from ..strategy import STRATEGIES
 from . import render
 from .options import launcher_option, name_value, positive_float, sizes_option
@@ -33,7 +33,8 @@ def grid() -> None:
               help="measure the untuned default again before every this many configurations "
                    "(each group is a pass of its own: a replay pairs a configuration with the "
                    "default seconds before it); 0: once per pass")
-@click.option("--benchmark", type=click.Choice(BENCHMARKS), default="mpi4py", show_default=True)
+@click.option("--benchmark", type=click.Choice(BENCHMARKS), default=DEFAULT_BENCHMARK,
+              show_default=True)
 @click.option("--imb-dir", metavar="DIR", default=None)
 @click.option("--time-per-size", type=float, default=0.02, show_default=True,
               callback=positive_float)

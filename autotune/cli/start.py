@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from ..benchmarks import ALL_COLLECTIVES, BENCHMARKS
+from ..benchmarks import ALL_COLLECTIVES, BENCHMARKS, DEFAULT_BENCHMARK, benchmark_help
 from ..errors import AutotuneError, InputError
 from ..objective import OBJECTIVES
 from ..options import DEFAULT_SPACE
@@ -56,9 +56,8 @@ from .options import (
 @click.option("--strategy", type=click.Choice(STRATEGIES), default=DEFAULT_STRATEGY,
               show_default=True,
               help=f"how configurations are proposed: {strategy_help()}; docs/strategies.md")
-@click.option("--benchmark", type=click.Choice(BENCHMARKS), default="mpi4py", show_default=True,
-              help="what times the collective: the mpi4py kernel shipped with autotune, or "
-                   "IMB-MPI1 (Intel MPI Benchmarks)")
+@click.option("--benchmark", type=click.Choice(BENCHMARKS), default=DEFAULT_BENCHMARK,
+              show_default=True, help=f"what times the collective: {benchmark_help()}")
 @click.option("--imb-dir", metavar="DIR", default=None,
               help="directory holding IMB-MPI1  [default: found on PATH]")
 @click.option("--imb-mem", "imb_mem_gb", type=float, default=None, metavar="GB",

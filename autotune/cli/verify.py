@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ..benchmarks import BENCHMARKS
+from ..benchmarks import BENCHMARKS, REGISTRY
 from . import render
 from .models import Message, VerifyReport
 from .options import (format_option, launcher_option, name_value, open_study, storage_option,
@@ -14,9 +14,10 @@ from .options import (format_option, launcher_option, name_value, open_study, st
 
 @click.command()
 @click.option("--benchmark", type=click.Choice(BENCHMARKS), default=None,
-              help="what measures the check  [default: the other one than the search's: IMB-MPI1 "
-                   "after the mpi4py kernel (the kernel again, said so, when IMB is not found), "
-                   "the kernel after IMB]")
+              help="what measures the check  [default: the search benchmark's partner: "
+                   + "; ".join(f"{REGISTRY[k.partner].label} after {k.label}"
+                               for k in REGISTRY.values())
+                   + " (its own again, said so, when the partner is not found)]")
 @click.option("--imb-dir", metavar="DIR", default=None,
               help="directory holding IMB-MPI1  [default: PATH]")
 @click.option("--rounds", type=click.IntRange(min=2), default=20, show_default=True,
