@@ -37,20 +37,18 @@ import fnmatch
 import math
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
-from scipy import sparse, stats
 
-from .. import objective
 from ..space import one_knob_changes, spread_values
 from ..storage import TrialKey, TrialRecord, params_key
 from ._base import SearchSetup, Strategy, Verdict
 from ._planned import PlannedSampler
-from ._surrogate import Features, Fit, Pool, Surrogate
+from ._evidence import NOISE_PRIOR_SD, TOP, Evidence, Measured
+from ._surrogate import Pool
 
 if TYPE_CHECKING:
     from ..space import Parameter, SearchSpace, TrialContext
@@ -60,52 +58,7 @@ if TYPE_CHECKING:
 # the others follow in the space's order. Order matters only when trials are few.
 PRIORITY = ("pml", "*_algorithm", "*ALGORITHM*", "UCX_TLS", "UCX_RNDV_THRESH*",
             "UCX_ZCOPY_THRESH", "coll_*_enable", "coll_*_priority")
-NOISE_PRIOR_SD = 0.1  # per-round sd of a score before the study has measured its own
-NOISE_PRIOR_DF = 4  # how many rounds' worth of evidence that prior counts for
-TOP = 10  # configurations whose posterior sd is worked out when looking for the best
 QUEUED = (TrialKey.IS_DEFAULT, TrialKey.WARM_START, TrialKey.REQUEUED_FROM, TrialKey.EXPLORED)
-
-
-@dataclass
-class Measured:
-    """One configuration's evidence so far: its round scores over all its trials."""
-
-    params: dict[str, Any]
-    rounds: list[float] = field(default_factory=list)
-    complete: list[int] = field(default_factory=list)  # its trials measured in full
-    reference: bool = False  # the default: its score is 0 by definition
-    row: int | None = None  # its row in the pool, once asked for
-    _mean: tuple[int, float] = field(default=(-1, 0.0), repr=False, compare=False)
-    _spread: tuple[int, float] = field(default=(-1, 0.0), repr=False, compare=False)
-
-    @property
-    def n(self) -> int:
-        return len(self.rounds)
-
-    @property
-    def mean(self) -> float:
-        """Its typical round score: the trimmed mean (the lowest and the highest round dropped
-        from three on, as a trial's score drops them), 0 for the default. A launch can land on
-        another latency level than its default's (here 0.18 or 0.55 us at 8 B, for minutes):
-        one such round must not make or break a configuration."""
-        if self.reference or not self.rounds:
-            return 0.0
-        if self._mean[0] != self.n:  # kept until a round is added: asked for on every fit
-            self._mean = (self.n, objective.trimmed_mean(self.rounds))
-        return self._mean[1]
-
-    @property
-    def spread(self) -> float:
-        """A robust sd of its rounds (the median absolute deviation scaled to a normal sd;
-        from two rounds, their difference over sqrt 2). Kept until a round is added: the
-        pooled noise asks every configuration's after every trial."""
-        if self._spread[0] != self.n:
-            if self.n == 2:
-                value = abs(self.rounds[0] - self.rounds[1]) / math.sqrt(2)
-            else:
-                value = float(stats.median_abs_deviation(self.rounds, scale="normal"))
-            self._spread = (self.n, value)
-        return self._spread[1]
 
 
 class ScreenStrategy(Strategy):
@@ -136,20 +89,17 @@ class ScreenStrategy(Strategy):
         self._lock = threading.RLock()
         self._done = False
         self.setup: SearchSetup | None = None
-        self.measured: dict[tuple, Measured] = {}
         self.running: dict[int, dict[str, Any]] = {}  # trial number -> params
         self.refused: set[tuple] = set()  # configurations whose trial failed: never again
         self.scores: dict[int, dict[int, list[float]]] = {}  # trial -> block -> launch scores
         self.params: tuple[Parameter, ...] = ()
         self.knob_order: list[str] = []  # screening order (PRIORITY, then the space's)
         self.screened: set[str] = set()  # knobs that had their turn
-        self.pool: Pool | None = None
-        self.features: Features | None = None
-        self.surrogate = Surrogate()
-        self._x: sparse.csr_matrix | None = None  # features of the pool's configurations
-        self._version = 0  # bumped whenever `measured` changes
-        self._fitted: tuple[int, Fit | None] = (-1, None)
-        self._noise: tuple[int, float] = (-1, 0.0)  # noise_sd() at a version of `measured`
+        self.evidence: Evidence | None = None  # made by bind
+
+    @property
+    def measured(self) -> dict[tuple, Measured]:
+        return self.evidence.measured if self.evidence is not None else {}
 
     # ------------------------------------------------------------------ setup
 
@@ -161,20 +111,16 @@ class ScreenStrategy(Strategy):
         evidence), and plan the screening."""
         with self._lock:
             self.setup = setup
-            self.pool = Pool(setup.space, setup.ctx, setup.context_values, self.seed)
-            kwargs = {} if self.pair_scale is None else {"pair_scale": self.pair_scale}
-            self.features = Features(self.pool.knobs, self.pool.codes(), **kwargs)
-            self._x = None
-            self.surrogate = Surrogate()
-            self.measured.clear()
-            self._version += 1
+            pool = Pool(setup.space, setup.ctx, setup.context_values, self.seed)
+            self.evidence = Evidence(pool, setup.default_params, pair_scale=self.pair_scale,
+                                     noise_prior=self.noise_prior)
             self.refused = {params_key(dict(t.params)) for t in setup.study.get_trials(
                 deepcopy=False, states=(TrialState.FAIL,)) if t.params}
             for trial in setup.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,
                                                                         TrialState.PRUNED)):
                 record = TrialRecord.from_trial(trial)
                 rounds = setup.round_scores(record.raw_us, record.default_us)
-                self._add(trial.number, dict(trial.params), rounds, trial.state.name)
+                self.evidence.add(trial.number, dict(trial.params), rounds, trial.state.name)
             self._plan_screening()
 
     def _plan_screening(self) -> None:
@@ -221,33 +167,15 @@ class ScreenStrategy(Strategy):
         """The configuration with the best posterior mean (pessimistic by half its sd) among
         those measured two rounds or more; the default before any."""
         assert self.setup is not None
-        best = self._ranked(lambda m: m.n >= 2 and not m.reference)
+        assert self.evidence is not None
+        best = self.evidence.ranked(lambda m: m.n >= 2 and not m.reference)
         return dict(best[0].params) if best else dict(self.setup.default_params)
 
     def _best_with(self, name: str) -> dict[str, Any] | None:
-        best = self._ranked(lambda m: name in m.params and not m.reference, only_faster=False)
+        assert self.evidence is not None
+        best = self.evidence.ranked(lambda m: name in m.params and not m.reference,
+                                    only_faster=False)
         return dict(best[0].params) if best else None
-
-    def _ranked(self, keep, only_faster: bool = True) -> list[Measured]:  # noqa: ANN001
-        """Measured configurations passing `keep` (a predicate), best first by posterior mean
-        plus half a posterior sd (their own mean plus half a standard error before the model
-        can fit); only those better than the default unless not `only_faster`."""
-        chosen = [m for m in self.measured.values() if m.n and keep(m)]
-        if not chosen:
-            return []
-        fitted = self._fit()
-        if fitted is None:
-            sd = self.noise_sd()
-            values = np.array([m.mean + 0.5 * sd / math.sqrt(m.n) for m in chosen])
-        else:
-            assert self.pool is not None
-            x = self._pool_matrix()[[self._row(m) for m in chosen]]
-            means = fitted.mean(x)
-            top = np.argsort(means)[:TOP]  # the sd of the best few only: it costs
-            chosen = [chosen[i] for i in top]
-            values = means[top] + 0.5 * fitted.sd(x[top])
-        order = np.argsort(values)
-        return [chosen[i] for i in order if values[i] < 0 or not only_faster]
 
     # ------------------------------------------------------------------ proposing
 
@@ -292,8 +220,9 @@ class ScreenStrategy(Strategy):
     def _thompson(self, busy: set[tuple]) -> dict[str, Any]:
         """The configuration with the best score in one draw from the model's posterior, among
         those neither measured in full nor running (one stopped early may get more rounds)."""
-        pool = self.pool
-        assert pool is not None
+        evidence = self.evidence
+        assert evidence is not None
+        pool = evidence.pool
         taken = {pool.index[k] for k in busy if k in pool.index}
         if len(taken) >= len(pool.configs) and not pool.complete:
             rng = np.random.default_rng(self.rng.integers(2**31))
@@ -301,57 +230,20 @@ class ScreenStrategy(Strategy):
                 pool.add(pool.sample(_PyRandom(rng)))
                 if len(pool.configs) - len(taken) >= 200:
                     break
-        x = self._pool_matrix()
+        x = evidence.matrix()
         free = np.ones(x.shape[0], dtype=bool)
         free[list(taken)] = False
         if not free.any():
             self._done = True
             best = min(self.measured.values(), key=lambda m: m.mean, default=None)
             return dict(best.params) if best else dict(self.setup.default_params)  # type: ignore[union-attr]
-        fitted = self._fit()
+        fitted = evidence.fit()
         if fitted is None:
             choices = np.flatnonzero(free)
             return dict(pool.configs[int(choices[self.rng.integers(len(choices))])])
         draw = fitted.draw(x, self.rng)
         draw[~free] = np.inf
         return dict(pool.configs[int(np.argmin(draw))])
-
-    def _pool_matrix(self) -> sparse.csr_matrix:
-        """The features of every configuration of the pool (kept; rows added as it grows)."""
-        pool, features = self.pool, self.features
-        assert pool is not None and features is not None
-        done = 0 if self._x is None else self._x.shape[0]
-        if done < len(pool.configs):
-            new = features.matrix(pool.codes(list(range(done, len(pool.configs)))))
-            self._x = new if self._x is None else sparse.vstack([self._x, new]).tocsr()
-        assert self._x is not None
-        return self._x
-
-    def _row(self, m: Measured) -> int:
-        """A measured configuration's row in the pool (added to the pool if it was not in it)."""
-        if m.row is None:
-            assert self.pool is not None
-            m.row = self.pool.add(m.params)
-        return m.row
-
-    def _fit(self, measured: Mapping[tuple, Measured] | None = None) -> Fit | None:
-        """The model on every configuration measured so far (the default at 0; or on
-        `measured`), or None before there are two. The fit on what was measured is kept until
-        a trial adds to it."""
-        if measured is None:
-            if self._fitted[0] != self._version:
-                self._fitted = (self._version, self._fit(self.measured))
-            return self._fitted[1]
-        pool = self.pool
-        assert pool is not None
-        measured = [m for m in measured.values() if m.n]
-        if len(measured) < 2:
-            return None
-        rows = [self._row(m) for m in measured]
-        x = self._pool_matrix()[rows]
-        y = np.array([m.mean for m in measured])
-        weight = np.array([m.n for m in measured], dtype=float)
-        return self.surrogate.fit(x, y, weight, self.noise_sd())
 
     # ------------------------------------------------------------------ measuring
 
@@ -380,22 +272,21 @@ class ScreenStrategy(Strategy):
         `z_continue` posterior sds: the model pools what its knobs did elsewhere, so one bad
         round of a configuration whose knobs look good does not end it) against the best
         configuration measured twice or more, judged pessimistically (half a sd)."""
-        pool = self.pool
-        assert pool is not None
+        evidence = self.evidence
+        assert evidence is not None
         key = params_key(params)
-        measured = {k: Measured(m.params, list(m.rounds), m.complete, m.reference, m.row)
-                    for k, m in self.measured.items()}
+        measured = {k: m.copy() for k, m in evidence.measured.items()}
         mine = measured.setdefault(key, Measured(dict(params)))
         mine.rounds.extend(rounds)
-        fitted = self._fit(measured)
+        fitted = evidence.fit(measured)
         others = [m for k, m in measured.items() if m.n >= 2 and k != key and not m.reference]
         bar = -math.log1p(self.min_gain)
         z = self.z_first if mine.n == 1 else self.z_continue
         if fitted is None:  # too little evidence for a model: its own rounds only
-            sd = self.noise_sd()
+            sd = evidence.noise_sd()
             best = min((m.mean + 0.5 * sd / math.sqrt(m.n) for m in others), default=0.0)
             return mine.mean - z * sd / math.sqrt(mine.n) < best + bar
-        x = self._pool_matrix()[[self._row(m) for m in (mine, *others)]]
+        x = evidence.rows([mine, *others])
         mean = fitted.mean(x)
         top = 1 + np.argsort(mean[1:])[:TOP]  # the sd of the best few only: it costs
         sd = fitted.sd(x[np.concatenate(([0], top))])
@@ -413,21 +304,6 @@ class ScreenStrategy(Strategy):
         return [sum(weights[b] * per_block[b][r] for b in range(setup.n_blocks)) / total
                 for r in range(n)]
 
-    def noise_sd(self) -> float:
-        """Per-round sd of a score, pooled over configurations measured more than once (each
-        one's robust spread), with a prior worth NOISE_PRIOR_DF rounds. (Not the default's
-        rounds: default against default, their spread is not a candidate's.)"""
-        if self._noise[0] == self._version:
-            return self._noise[1]
-        ss = NOISE_PRIOR_DF * self.noise_prior ** 2
-        df = NOISE_PRIOR_DF
-        for m in self.measured.values():
-            if m.n >= 2 and not m.reference:
-                ss += m.spread ** 2 * (m.n - 1)
-                df += m.n - 1
-        self._noise = (self._version, math.sqrt(ss / df))
-        return self._noise[1]
-
     def trial_finished(self, number: int, params: dict[str, Any], state: str) -> None:
         with self._lock:
             self.running.pop(number, None)
@@ -436,18 +312,8 @@ class ScreenStrategy(Strategy):
             rounds = self._rounds_of(number) if state in ("COMPLETE", "PRUNED") else []
             self.scores.pop(number, None)
             if rounds:
-                self._add(number, params, rounds, state)
-
-    def _add(self, number: int, params: dict[str, Any], rounds: list[float], state: str) -> None:
-        if not rounds:
-            return
-        key = params_key(params)
-        reference = self.setup is not None and key == params_key(dict(self.setup.default_params))
-        entry = self.measured.setdefault(key, Measured(params=dict(params), reference=reference))
-        entry.rounds.extend(rounds)
-        self._version += 1
-        if state == "COMPLETE":
-            entry.complete.append(number)
+                assert self.evidence is not None
+                self.evidence.add(number, params, rounds, state)
 
     # ------------------------------------------------------------------ confirming
 
@@ -458,13 +324,12 @@ class ScreenStrategy(Strategy):
             full = [m for m in self.measured.values() if m.complete]
             if not full:
                 return []
-            fitted = self._fit()
-            pool = self.pool
-            assert pool is not None
+            assert self.evidence is not None
+            fitted = self.evidence.fit()
             if fitted is None:
                 means = np.array([m.mean for m in full])
             else:
-                means = fitted.mean(self._pool_matrix()[[self._row(m) for m in full]])
+                means = fitted.mean(self.evidence.rows(full))
             default_key = params_key(self.setup.default_params) if self.setup else None
             ranked = sorted((float(v), i) for i, v in enumerate(means))
             numbers = [full[i].complete[-1] for v, i in ranked
