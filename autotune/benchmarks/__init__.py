@@ -91,7 +91,7 @@ def make_benchmark(name: str, *, collective: str | None = None, **options: Any) 
 
     kind = REGISTRY.get(name)
     if kind is None:
-        raise InputError(f"unknown benchmark {name!r} (choose from {', '.join(BENCHMARKS)})")
+        raise InputError(f"unknown benchmark {name!r} (choose from {', '.join(REGISTRY)})")
     foreign = sorted(k for k, v in options.items() if v and k not in kind.options)
     if foreign:
         owners = sorted({n for n, other in REGISTRY.items()

@@ -40,7 +40,7 @@ t_CPU the mean time of the load inside that loop; t_pure is the same loop with a
 cancel in the overlap. The CPU load is a busy loop of pure Python arithmetic (no MPI call, no
 allocation, the GIL held), calibrated once per launch and fitted per message size to take about
 the slowest rank's t_pure. The record carries IMB's columns of the rank with the largest t_ovrl
-and IMB's overlap of them (benchmarks._base.overlap_pct), plus t_max/t_min/t_avg over ranks of
+and IMB's overlap of them (collectives.overlap_pct), plus t_max/t_min/t_avg over ranks of
 t_pure. The result of one start + wait per size is checked as for the blocking collective. With
 no asynchronous progress (Open MPI's libnbc has no progress thread) a collective advances only
 inside MPI calls, so the load hides little of it.

@@ -78,7 +78,7 @@ def _campaign(ctx: click.Context, collectives, nodes, ppn, trials, name, neighbo
         raise click.UsageError(f"missing {', '.join(missing)} (or a command: status, stop, logs, "
                                "report, export)")
     from ..campaign import CampaignOptions, cases_of
-    from ..session import StartOptions
+    from ..options import StartOptions
     from .options import name_value
 
     base = StartOptions(collective=collectives[0], nodes=nodes[0], ppn=ppn[0], **fields,

@@ -50,7 +50,7 @@ def grid_record(passes: int, seed: int, output: str, launcher_mca: tuple[str, ..
                 default_every: int, **fields) -> None:
     """Measure every configuration of the space in passes into a grid file (resumable)."""
     from ..recording import record_with
-    from ..session import StartOptions
+    from ..options import StartOptions
 
     options = StartOptions(**fields, launcher_mca=tuple(name_value(i) for i in launcher_mca),
                            check_live=False, confirm_top=0)

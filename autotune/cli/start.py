@@ -155,7 +155,8 @@ def start(trials: int, foreground: bool, launcher_mca: tuple[str, ...], **fields
     """Run a tuning study in the background (creates it, or continues it with the same
     arguments); --foreground keeps it in this terminal."""
     from ..daemon import StopRequested, install_stop_handlers, mark_ready
-    from ..session import StartOptions, prepare_session
+    from ..options import StartOptions
+    from ..session import prepare_session
 
     options = StartOptions(**fields, launcher_mca=tuple(name_value(i) for i in launcher_mca))
     if not foreground:

@@ -293,7 +293,7 @@ class Controller:
         attrs = trial_record(outcome, measured, self.facts)
         try:
             save_trial(self.study, trial, outcome.state, outcome.value, attrs)
-        except KeyboardInterrupt:
+        except BaseException:  # told failed by save_trial; run_trial passes it on
             self.strategy.trial_finished(trial.number, params, "FAIL")
             raise
         self.strategy.trial_finished(trial.number, params, outcome.state)

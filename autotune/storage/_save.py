@@ -17,8 +17,9 @@ STATES = {"COMPLETE": TrialState.COMPLETE, "PRUNED": TrialState.PRUNED, "FAIL": 
 def save_trial(study: optuna.Study, trial: optuna.Trial, state: str, value: float | None,
                attrs: Mapping[str, Any]) -> None:
     """Write `attrs`, sealed, and tell `state` ("COMPLETE" with `value`, "PRUNED", "FAIL").
-    Interrupted (Ctrl-C) before the state was told, the record is sealed and told as failed
-    instead: a record sealed for an outcome that was never told would read as corrupt."""
+    Stopped before the state was told (a stop signal, Ctrl-C, the storage giving up), the trial
+    is told failed, sealed over the attributes the storage holds by then: a record sealed for an
+    outcome that was never told, or over attributes never written, would read as corrupt."""
     sealed = dict(attrs)
     sealed[TrialKey.CHECKSUM] = record_checksum(trial.params, {**trial.user_attrs, **sealed},
                                                 value if state == "COMPLETE" else None)
@@ -29,13 +30,24 @@ def save_trial(study: optuna.Study, trial: optuna.Trial, state: str, value: floa
             study.tell(trial, value)
         else:
             study.tell(trial, state=STATES[state])
-    except KeyboardInterrupt:
-        stored = study._storage.get_trial(trial._trial_id)  # noqa: SLF001
-        if not stored.state.is_finished():
-            trial.set_user_attr(TrialKey.CHECKSUM, record_checksum(
-                trial.params, {**trial.user_attrs, **sealed}, None))
-        study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+    except BaseException:
+        _fail_sealed(study, trial)
         raise
+
+
+def _fail_sealed(study: optuna.Study, trial: optuna.Trial) -> None:
+    """Tell an unfinished trial failed, sealed as the storage holds it; if the storage cannot
+    take even that, the trial stays running and the next start recovers it (recover_abandoned)."""
+    try:
+        stored = study._storage.get_trial(trial._trial_id)  # noqa: SLF001
+        if stored.state.is_finished():
+            return
+        study._storage.set_trial_user_attr(  # noqa: SLF001
+            trial._trial_id, TrialKey.CHECKSUM,  # noqa: SLF001
+            record_checksum(stored.params, stored.user_attrs, None))
+        study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+    except Exception:  # noqa: BLE001 - the first failure is the one raised
+        pass
 
 
 def skip_trial(study: optuna.Study, trial: optuna.Trial, reason: str, detail: str) -> None:

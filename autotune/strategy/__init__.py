@@ -28,7 +28,7 @@ def make_strategy(name: str, *, seed: int | None = None, prune: bool = True,
     from ..errors import InputError
 
     if name not in REGISTRY:
-        raise InputError(f"unknown strategy {name!r} (choose from {', '.join(STRATEGIES)})")
+        raise InputError(f"unknown strategy {name!r} (choose from {', '.join(REGISTRY)})")
     return REGISTRY[name].from_options(seed, prune=prune, prune_after=prune_after,
                                        p_threshold=p_threshold)
 

@@ -44,6 +44,33 @@ def test_interrupted_before_the_state_is_told_it_is_failed_and_still_whole(tmp_p
     TrialRecord.from_trial(stored)  # sealed as failed: not named corrupt
 
 
+class Stop(BaseException):
+    """What the daemon's signal handlers raise (StopRequested is a BaseException too)."""
+
+
+@pytest.mark.parametrize("after", [0, 5, 23])  # attributes written before the stop (23: all
+# but the checksum)
+def test_a_stop_partway_through_the_attributes_leaves_a_failed_whole_trial(tmp_path, monkeypatch,
+                                                                        after):
+    study = new_study(tmp_path)
+    trial = asked(study)
+    write = trial.set_user_attr
+    written = []
+
+    def stopped_after(key, value):
+        if len(written) == after:
+            raise Stop
+        written.append(key)
+        return write(key, value)
+
+    monkeypatch.setattr(trial, "set_user_attr", stopped_after)
+    with pytest.raises(Stop):
+        save_trial(study, trial, "COMPLETE", -math.log(1.2), controller_attrs(speedup=1.2))
+    stored = study.trials[trial.number]
+    assert stored.state == TrialState.FAIL
+    TrialRecord.from_trial(stored)  # sealed over what was written: not named corrupt
+
+
 def test_a_skipped_proposal_is_failed_with_its_reason(tmp_path):
     study = new_study(tmp_path)
     trial = asked(study)
