@@ -105,10 +105,12 @@ def choose_benchmark(search: str, requested: str | None = None, imb_dir: str | N
     if not allow_same:
         return None
     own = make_benchmark(search, collective=collective)
+    missing = BENCHMARK_KINDS[partner]
+    where = f" ({missing.where})" if missing.where else ""
     return BenchmarkChoice(own, False,
-                           f"{BENCHMARK_KINDS[partner].label} not found (--imb-dir DIR, or "
-                           f"PATH): checked with {BENCHMARK_KINDS[search].label}, the search's "
-                           "own benchmark, so the check is not independent")
+                           f"{missing.label} not found{where}: checked with "
+                           f"{BENCHMARK_KINDS[search].label}, the search's own benchmark, so the "
+                           "check is not independent")
 
 
 # ------------------------------------------------------------------ what is compared

@@ -40,6 +40,7 @@ class BenchmarkKind:
     options: frozenset[str]  # make_benchmark's keyword options it takes (collective aside)
     make: Callable[..., Benchmark]
     stored_prefix: str  # how its describe() begins, as a study stores it
+    where: str = ""  # where it is looked for, when it may be missing
 
 
 def _kernel(*, python: str | None = None, **_: Any) -> Benchmark:
@@ -64,7 +65,7 @@ REGISTRY: dict[str, BenchmarkKind] = {k.name: k for k in (
     BenchmarkKind("imb", "IMB-MPI1", "IMB-MPI1 (Intel MPI Benchmarks; IMB-NBC for a "
                   "non-blocking collective)", partner="mpi4py",
                   options=frozenset({"imb_dir", "imb_mem_gb", "imb_off_cache", "numactl"}),
-                  make=_imb, stored_prefix="IMB"),
+                  make=_imb, stored_prefix="IMB", where="--imb-dir DIR, or PATH"),
 )}
 BENCHMARKS = tuple(REGISTRY)
 DEFAULT_BENCHMARK = BENCHMARKS[0]

@@ -78,7 +78,7 @@ class Controller:
         self.run_id = uuid.uuid4().hex[:12]
         # candidate launches per default launch: as asked, else as the strategy measures best
         self.baseline_every = baseline_every or strategy.baseline_every or 1
-        self._lock = threading.Lock()  # trial claims and failure counts (parallel trials)
+        self.lock = threading.Lock()  # trial claims and failure counts (parallel trials)
         self.stopping = threading.Event()
         self.ctx = TrialContext(config.collective, config.nodes)
         self.context_values = dict(context_values or {})
@@ -133,7 +133,7 @@ class Controller:
                 self._run_parallel(n_trials, search_deadline or deadline)
             else:
                 for _ in range(n_trials):
-                    if self._out_of_time(search_deadline or deadline):
+                    if self.out_of_time(search_deadline or deadline):
                         break
                     try:
                         summary.outcomes.append(self.run_trial())
@@ -161,7 +161,7 @@ class Controller:
             summary.stopped_because = str(exc)
         return summary
 
-    def _out_of_time(self, deadline: float | None) -> bool:
+    def out_of_time(self, deadline: float | None) -> bool:
         """Whether to start no further trial: the deadline, or nothing left to propose."""
         if deadline is not None and time.time() + self.next_trial_estimate() > deadline:
             self.summary.stopped_because = "time budget: the next trial would not finish in time"
@@ -313,7 +313,7 @@ class Controller:
                        failure: LaunchFailure) -> None:
         """What a failure class means for what happens next."""
         self.proposals.failed(trial.number, params, failure.reason)
-        with self._lock:  # worker threads share the count
+        with self.lock:  # worker threads share the count
             self.infra_in_a_row = self.infra_in_a_row + 1 if failure.reason == "infrastructure" else 0
         if failure.reason == "interrupted":
             # not the configuration's fault: run it again next time

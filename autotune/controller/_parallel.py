@@ -19,9 +19,9 @@ class TrialLoop(Protocol):
     stopping: threading.Event
     summary: RunSummary
     pool: NodePool
-    _lock: threading.Lock
+    lock: threading.Lock
 
-    def _out_of_time(self, deadline: float | None) -> bool: ...
+    def out_of_time(self, deadline: float | None) -> bool: ...
 
     def run_trial(self) -> TrialOutcome: ...
 
@@ -38,9 +38,9 @@ def run_parallel(controller: TrialLoop, n_trials: int, deadline: float | None) -
 
     def claim() -> bool:
         nonlocal claimed
-        with controller._lock:
+        with controller.lock:
             if (controller.stopping.is_set() or claimed >= n_trials
-                    or controller._out_of_time(deadline)):
+                    or controller.out_of_time(deadline)):
                 return False
             claimed += 1
             return True
@@ -56,7 +56,7 @@ def run_parallel(controller: TrialLoop, n_trials: int, deadline: float | None) -
             controller.stopping.set()
         except NoNodes as exc:  # this worker's share of the cluster is gone; others go on
             no_nodes.append(str(exc))
-            with controller._lock:
+            with controller.lock:
                 claimed -= 1  # its trial did not run (or was queued again): another may
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread
             errors.append(exc)

@@ -28,19 +28,19 @@ from optuna.trial import TrialState
 
 from .. import objective
 from ..errors import ClusterLost, StopRequested
+from ..export import EXPORTERS
 from ..measure import LaunchFailed, Measurer, PlannedLaunch
+from ..rules import (AlgorithmChoice, RuleSet, choice_from_params, per_size_choice, plan_bands,
+                     rule_set, tuned_param_names)
 from ..space import LaunchSettings, SearchSpace, TrialContext
 from ..stats import mean_interval
 from ..storage import (Comparison, RuleVariant, StoredRules, TrialRecord, save_rules,
                        stored_rules)
-from ..rules import (AlgorithmChoice, RuleSet, choice_from_params, per_size_choice, plan_bands,
-                     rule_set, tuned_param_names)
 
 if TYPE_CHECKING:
     from ..baseline import Placement
     from ..events import Events
 
-RULES_SUFFIX = ".rules"
 READER_MCA = ("coll_tuned_use_dynamic_rules", "coll_tuned_dynamic_rules_filename")
 
 
@@ -383,7 +383,8 @@ def _geo_means(log_t: Mapping[int, list[float]]) -> dict[int, float]:
 def rules_file_name(study: str) -> str:
     """A file name per study: readable, and distinct even where two names read the same."""
     readable = "".join(c if c.isalnum() or c in "-_." else "_" for c in study)[:80] or "study"
-    return f"{readable}-{hashlib.sha256(study.encode()).hexdigest()[:10]}{RULES_SUFFIX}"
+    suffix = EXPORTERS["ompi-rules"].suffix
+    return f"{readable}-{hashlib.sha256(study.encode()).hexdigest()[:10]}{suffix}"
 
 
 class StageSkipped(Exception):
