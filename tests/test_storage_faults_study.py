@@ -11,21 +11,21 @@ import pytest
 from tests.storage import fill_disk
 
 
-def complete_trials(db):
+def trials_in(db, state):
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
         try:
-            return con.execute("SELECT count(*) FROM trials WHERE state = 'COMPLETE'").fetchone()[0]
+            return con.execute("SELECT count(*) FROM trials WHERE state = ?", (state,)).fetchone()[0]
         finally:
             con.close()
     except sqlite3.Error:
         return 0
 
 
-def wait_for_a_complete_trial(db):
+def wait_for_a_trial(db, state):
     deadline = time.monotonic() + 120
-    while complete_trials(db) < 1 and time.monotonic() < deadline:
-        time.sleep(0.1)
+    while trials_in(db, state) < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def study_argv(db, seed):
@@ -42,8 +42,10 @@ def test_a_reader_holding_the_database_does_not_end_the_run(autotune_cli, tmp_pa
     argv = study_argv(db, seed=1)
     held = threading.Event()
 
-    def hold_when_the_first_trial_is_in():
-        wait_for_a_complete_trial(db)
+    def hold_while_the_first_trial_runs():
+        # From here the run still has to tell this trial and store three more: whether the
+        # screen prunes or completes them, those writes meet the held lock.
+        wait_for_a_trial(db, "RUNNING")
         con = sqlite3.connect(db, isolation_level=None)
         con.execute("BEGIN")
         con.execute("SELECT count(*) FROM trials").fetchall()  # a shared lock, kept
@@ -52,11 +54,11 @@ def test_a_reader_holding_the_database_does_not_end_the_run(autotune_cli, tmp_pa
         con.execute("COMMIT")
         con.close()
 
-    holder = threading.Thread(target=hold_when_the_first_trial_is_in)
+    holder = threading.Thread(target=hold_while_the_first_trial_runs)
     holder.start()
     proc = autotune_cli(*argv, extra_env={"AUTOTUNE_SQLITE_TIMEOUT": "0.5"}, timeout=300)
     holder.join()
-    assert held.is_set(), "the run ended before its first trial was stored"
+    assert held.is_set(), "the run ended before its first trial started"
     assert proc.returncode == 0, proc.stderr
     assert "locked by another process" in proc.stderr and "internal error" not in proc.stderr, \
         proc.stderr[-3000:]
@@ -72,13 +74,13 @@ def test_a_full_disk_mid_study_pauses_the_run_until_space_comes_back(autotune_cl
     db = small_disk / "full.db"
     argv = study_argv(db, seed=2)
 
-    def fill_after_the_first_trial_then_free():
-        wait_for_a_complete_trial(db)
+    def fill_while_the_first_trial_runs_then_free():
+        wait_for_a_trial(db, "RUNNING")
         filler = fill_disk(small_disk)
         time.sleep(4.0)
         filler.unlink()
 
-    filler_thread = threading.Thread(target=fill_after_the_first_trial_then_free)
+    filler_thread = threading.Thread(target=fill_while_the_first_trial_runs_then_free)
     filler_thread.start()
     proc = autotune_cli(*argv, timeout=300)
     filler_thread.join()
