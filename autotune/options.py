@@ -55,7 +55,7 @@ class StartOptions:
     imb_mem_gb: float | None = None  # IMB -mem (GB per process)
     imb_off_cache: str | None = None  # IMB -off_cache CACHE_SIZE[,CACHE_LINE_SIZE]
     numactl: bool = False  # run the benchmark under `numactl -l` (seeds/000)
-    verify: str = "auto"  # auto | yes | no: the independent check at the end (verify.py)
+    verify: str = "auto"  # auto | yes | no: the independent check at the end (endgame/verify.py)
     verify_rounds: int = 20
     per_size: bool = True  # per-size algorithm rules after the confirmation (endgame/stage.py)
     per_size_rounds: int = 6

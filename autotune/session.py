@@ -115,7 +115,7 @@ class Session:
         """The independent check run when the confirmation names a winner, or None."""
         if self.verify_choice is None:
             return None
-        from .verify import EndOfStudyVerifier
+        from .endgame.verify import EndOfStudyVerifier
 
         return EndOfStudyVerifier(self.study, self.verify_choice, rounds=options.verify_rounds,
                                   seed=options.seed, events=events)
@@ -240,7 +240,7 @@ def verification_of(options: StartOptions) -> Any:
     """The benchmark of the end-of-study check (verify.BenchmarkChoice): the other one than the
     search's where it is found (IMB via --imb-dir or PATH after the kernel), else None; with
     --verify and no IMB, one line before anything starts."""
-    from .verify import choose_benchmark
+    from .endgame.partner import choose_benchmark
 
     if options.verify == "no":
         return None

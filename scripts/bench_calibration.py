@@ -32,7 +32,7 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autotune.confirm import CLAIMED  # noqa: E402
+from autotune.endgame.confirm import CLAIMED  # noqa: E402
 from autotune.replay import (ReplayRun, ReplaySettings, aa_universe,  # noqa: E402
                              mean_speedups, planted, replay_once, true_speedups)
 from autotune.storage._grid import read_grid  # noqa: E402

@@ -33,7 +33,7 @@ def case_candidates(study: optuna.Study, label: str, top: int = TOP_PER_NEIGHBOU
     """The study's confirmed winner (when a candidate beat the default beyond doubt), then its best
     other completed non-default trials that the search saw faster than the default, distinct;
     a trial its own confirmation found not faster (or broken) is left out."""
-    from ..confirm import FAILED, NOT_FASTER
+    from ..endgame.confirm import FAILED, NOT_FASTER
     from ..storage import stored_confirmation
 
     confirmation = stored_confirmation(study)

@@ -1,5 +1,5 @@
 """`autotune verify`: check the exported best against the untuned stack with another benchmark
-than the search used (see autotune.verify)."""
+than the search used (see autotune.endgame.verify)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ def verify(benchmark: str | None, imb_dir: str | None, rounds: int, seed: int | 
     """Measure the exported best against the untuned stack with an independent benchmark, store
     the result, and say whether it backs the search's claim (export follows it)."""
     from ..storage import default_storage_url
-    from ..verify import NothingToVerify, VerificationFailed, VerifyRequest, run_verify
+    from ..endgame.verify import NothingToVerify, VerificationFailed
+    from ..endgame.verify_run import VerifyRequest, run_verify
 
     study = open_study(storage, study_name)
     request = VerifyRequest(study=study, storage_url=storage or default_storage_url(),

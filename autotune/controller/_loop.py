@@ -25,7 +25,7 @@ import optuna
 from optuna.trial import TrialState
 
 from ..baseline import BaselineFailed, Placement
-from ..confirm import ConfirmPolicy, confirm, no_candidate
+from ..endgame.confirm import ConfirmPolicy, confirm, no_candidate
 from ..errors import (AutotuneError, ClusterLost, EnvironmentProblem, LaunchFailure, NoNodes,
                       NothingNew, StorageError)
 from ..errors import StopRequested as StopSignal
@@ -94,7 +94,7 @@ class Controller:
         self.infra_retries = infra_retries
         self.infra_pause_after = infra_pause_after
         self.infra_pause_seconds = infra_pause_seconds
-        self.verifier = verifier  # (placement, deadline) -> the independent check (verify.py)
+        self.verifier = verifier  # (placement, deadline) -> the independent check (endgame/verify.py)
         self.per_size = per_size  # (placement, deadline) -> per-size rules (endgame/stage.py)
         self.infra_in_a_row = 0
         self.launch_order = strategy.launch_order
@@ -188,7 +188,7 @@ class Controller:
             self.pool.release(group)
 
     def run_confirmation(self, deadline: float | None) -> None:
-        """Re-measure the best few against the default (see confirm.py), if time allows."""
+        """Re-measure the best few against the default (see endgame/confirm.py), if time allows."""
         if self.confirm_top <= 0:
             return
         candidates = self.strategy.confirm_candidates(self.study, self.confirm_top)

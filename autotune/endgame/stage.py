@@ -18,7 +18,7 @@ import math
 import random
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,16 +26,16 @@ import numpy as np
 import optuna
 from optuna.trial import TrialState
 
-from .. import objective
 from ..errors import ClusterLost, StopRequested
 from ..export import EXPORTERS
-from ..measure import LaunchFailed, Measurer, PlannedLaunch
+from ..measure import LaunchFailed, Measurer
 from ..rules import (AlgorithmChoice, RuleSet, choice_from_params, per_size_choice, plan_bands,
                      rule_set, tuned_param_names)
 from ..space import LaunchSettings, SearchSpace, TrialContext
 from ..stats import mean_interval
 from ..storage import (Comparison, RuleVariant, StoredRules, TrialRecord, save_rules,
                        stored_rules)
+from .rounds import Arm, RoundsEngine, round_scores
 
 if TYPE_CHECKING:
     from ..baseline import Placement
@@ -45,16 +45,12 @@ READER_MCA = ("coll_tuned_use_dynamic_rules", "coll_tuned_dynamic_rules_filename
 
 
 @dataclass
-class _Arm:
-    """One thing launched in the stage: a variant, the untuned stack, or the composed rules."""
+class _Variant:
+    """One algorithm of the stage: the engine's arm and where its sub-parameters came from."""
 
-    name: str
-    params: dict[str, Any]
-    settings: LaunchSettings
-    choice: AlgorithmChoice | None = None
-    source: str = ""
-    failed: str = ""
-    log_t: dict[int, list[float]] = field(default_factory=dict)  # size -> per round (NaN: none)
+    arm: Arm
+    choice: AlgorithmChoice
+    source: str
 
 
 def applies(space: SearchSpace, collective: str, nodes: int) -> bool:
@@ -86,6 +82,7 @@ class PerSizeStage:
         self.mpi: object = None  # the MPI version the best configuration ran on (the format)
         self.best_settings = self.base = LaunchSettings()  # set from the best configuration
         self.launch_seconds = 0.0  # one launch over every size, estimated from the study
+        self.plan_sizes: tuple[int, ...] = ()  # every size a stage launch measures
 
     # ------------------------------------------------------------------ arms
 
@@ -120,7 +117,7 @@ class PerSizeStage:
         limit); others (e.g. bcast's k-nomial radix) stay global, in every arm."""
         return name in self.names.values()
 
-    def variants(self, best: dict[str, Any]) -> tuple[list[_Arm], int]:
+    def variants(self, best: dict[str, Any]) -> tuple[list[_Variant], int]:
         """Every algorithm with the best configuration's other settings; the index of the
         incumbent (the best configuration's own algorithm)."""
         param = next(p for p in self.space.for_context(self.ctx) if p.name == self.names["algorithm"])
@@ -131,18 +128,18 @@ class PerSizeStage:
         if not any(alg == best_alg for alg in param.choices):
             raise StageSkipped(f"the best configuration's {param.name}={best_alg} is not among the "
                                "space's choices any more")
-        arms, incumbent = [], 0
+        variants, incumbent = [], 0
         for alg in param.choices:
             if alg == best_alg:
                 params, source = dict(best), "the best configuration"
-                incumbent = len(arms)
+                incumbent = len(variants)
                 settings = self.best_settings  # exactly what the export hands out
             else:
                 params, source = self._params_for(alg, globals_, trials)
                 settings = self._with_tuned(params)
             choice = choice_from_params(self.collective, params) or AlgorithmChoice(0)
-            arms.append(_Arm(choice.label(), params, settings, choice, source))
-        return arms, incumbent
+            variants.append(_Variant(Arm(choice.label(), settings, params), choice, source))
+        return variants, incumbent
 
     def _params_for(self, alg: Any, globals_: dict[str, Any],
                     trials: list[TrialRecord]) -> tuple[dict[str, Any], str]:
@@ -161,42 +158,15 @@ class PerSizeStage:
 
     # ------------------------------------------------------------------ rounds
 
-    def _round(self, measurer: Measurer, arms: list[_Arm], index: int) -> float:
-        """Every open arm once, in random order, each launch over every size; returns the wall
-        seconds."""
-        t0 = time.perf_counter()
-        sizes = tuple(sorted(measurer.plan.sizes))  # one launch for every size: no pruning here
-        order = [a for a in arms if not a.failed]
-        self.rng.shuffle(order)
-        for arm in order:
-            for size in sizes:
-                arm.log_t.setdefault(size, [])
-                arm.log_t[size] += [math.nan] * (index + 1 - len(arm.log_t[size]))
-            planned = PlannedLaunch(index=-1, block=0, rep=index, sizes=sizes)
-            try:
-                record = measurer.run_launch(arm.settings, planned, self.rng.randrange(2**31),
-                                             params=arm.params)
-            except LaunchFailed as exc:
-                if exc.reason == "interrupted":
-                    raise
-                if exc.reason != "infrastructure":  # the nodes' fault: only this round lost
-                    arm.failed = f"{exc.reason}: {exc.detail}"[:200]
-                continue
-            for size, t_us in record.t_max_us.items():
-                if t_us > 0:
-                    arm.log_t[size][index] = math.log(t_us)
-        return time.perf_counter() - t0
-
-    def _rounds(self, measurer: Measurer, arms: list[_Arm], rounds: int,
-                deadline: float | None) -> int:
-        """Up to `rounds` rounds; none starts that would not end before the deadline."""
-        done, last = 0, self.launch_seconds * len(arms)
-        while done < rounds:
-            if deadline is not None and time.time() + last > deadline:
-                break
-            last = self._round(measurer, arms, done)
-            done += 1
-        return done
+    def _rounds(self, measurer: Measurer, arms: list[Arm], rounds: int,
+                deadline: float | None) -> tuple[int, RoundsEngine]:
+        """Up to `rounds` rounds of the endgame's engine, each launch over every size (no
+        pruning here); none starts that would not end before the deadline. Returns the rounds
+        run and the engine (why it stopped)."""
+        self.plan_sizes = tuple(sorted(measurer.plan.sizes))
+        engine = RoundsEngine(measurer, self.rng, blocks=[self.plan_sizes],
+                              seconds_per_arm=self.launch_seconds)
+        return engine.run(arms, rounds, deadline=deadline), engine
 
     def _estimate(self, measurer: Measurer) -> float:
         """Seconds of one launch over every size: the study's recent default launches (one per
@@ -233,17 +203,17 @@ class PerSizeStage:
     def _run(self, placed: Placement, deadline: float | None) -> StoredRules | None:
         t0 = time.perf_counter()
         trial, best = self._best()
-        arms, incumbent = self.variants(best)
+        variants, incumbent = self.variants(best)
         sizes = sorted(self.weights) or list(placed.measurer.plan.sizes)
         self.launch_seconds = self._estimate(placed.measurer)
-        needed = self.launch_seconds * 2 * (len(arms) + 3)  # 2 rounds of each part at least
+        needed = self.launch_seconds * 2 * (len(variants) + 3)  # 2 rounds of each part at least
         if deadline is not None and time.time() + needed > deadline:
             raise StageSkipped(f"not enough time left (about {needed:.0f} s needed)")
-        self._tell("ruling", len(arms), self.rounds)
-        done = self._rounds(placed.measurer, arms, self.rounds, deadline)
-        stored = self._choose(arms, incumbent, sizes, done, trial)
+        self._tell("ruling", len(variants), self.rounds)
+        done, _ = self._rounds(placed.measurer, [v.arm for v in variants], self.rounds, deadline)
+        stored = self._choose(variants, incumbent, sizes, done, trial)
         if stored.rules is not None and not stored.failed and stored.bands > 1:
-            stored = self._compose(placed.measurer, stored, arms[incumbent], deadline)
+            stored = self._compose(placed.measurer, stored, variants[incumbent], deadline)
         stored = replace(stored, seconds=time.perf_counter() - t0, finished=time.time())
         earlier = stored_rules(self.study)
         if stored.failed and earlier is not None and earlier.trial == trial and not earlier.failed:
@@ -254,28 +224,28 @@ class PerSizeStage:
         self._tell("ruled", stored)
         return stored
 
-    def _choose(self, arms: list[_Arm], incumbent: int, sizes: list[int], done: int,
+    def _choose(self, variants: list[_Variant], incumbent: int, sizes: list[int], done: int,
                 trial: int) -> StoredRules:
-        variants = tuple(RuleVariant(choice=a.choice or AlgorithmChoice(0), source=a.source,
-                                     mean_us=_geo_means(a.log_t), failed=a.failed,
-                                     round_us={s: [math.exp(v) for v in vals]
-                                               for s, vals in a.log_t.items()})
-                         for a in arms)
+        measured = [v.arm.log_times(self.plan_sizes, done) for v in variants]
+        stored_variants = tuple(RuleVariant(choice=v.choice, source=v.source,
+                                            mean_us=_geo_means(log_t), failed=v.arm.failed,
+                                            round_us={s: [math.exp(x) for x in vals]
+                                                      for s, vals in log_t.items()})
+                                for v, log_t in zip(variants, measured))
         base = dict(collective=self.collective, comm_size=self.comm_size, trial=trial,
-                    incumbent=incumbent,
-                    variants=variants, rounds=done)
-        if arms[incumbent].failed:
-            return StoredRules(**base, per_size={}, rules=None,
-                               failed=f"the best configuration failed: {arms[incumbent].failed}")
-        usable = {i: a.log_t for i, a in enumerate(arms)
-                  if not a.failed and all(len(a.log_t.get(s, [])) == done for s in sizes)}
+                    incumbent=incumbent, variants=stored_variants, rounds=done)
+        if variants[incumbent].arm.failed:
+            return StoredRules(**base, per_size={}, rules=None, failed="the best configuration "
+                               f"failed: {variants[incumbent].arm.failed}")
+        usable = {i: log_t for i, (v, log_t) in enumerate(zip(variants, measured))
+                  if v.arm.open and all(s in log_t for s in sizes)}
         if done < 2:
             return StoredRules(**base, per_size={}, rules=None,
                                failed=f"{done} round(s) measured: at least 2 are needed "
                                "(time budget or failures)")
         choices = per_size_choice(usable, sizes, incumbent)
         plan = plan_bands(choices, usable, incumbent, self.weights)
-        rules = rule_set(plan, sizes, {i: arms[i].choice or AlgorithmChoice(0) for i in usable},
+        rules = rule_set(plan, sizes, {i: variants[i].choice for i in usable},
                          stack="openmpi", collective=self.collective, comm_size=self.comm_size)
         verdict = ""
         if len(rules.bands) == 1:
@@ -284,7 +254,7 @@ class PerSizeStage:
         return StoredRules(**base, per_size={c.size: c.variant for c in choices}, rules=rules,
                            cost=plan.cost, verdict=verdict)
 
-    def _compose(self, measurer: Measurer, stored: StoredRules, single: _Arm,
+    def _compose(self, measurer: Measurer, stored: StoredRules, incumbent: _Variant,
                  deadline: float | None) -> StoredRules:
         assert stored.rules is not None
         path = self.rules_dir / rules_file_name(self.study.study_name)
@@ -293,50 +263,48 @@ class PerSizeStage:
         self.rules_dir.mkdir(parents=True, exist_ok=True)
         write_output_atomically(path, self.rules_text(stored.rules, self.mpi),
                                 "per-size rules file")
-        composed = _Arm("composed rules", {k: v for k, v in single.params.items()
-                                           if not self._is_tuned(k)}, LaunchSettings(
+        composed = Arm("composed rules", LaunchSettings(
             env=self.base.env, mca=self.base.mca + (
                 ("coll_tuned_use_dynamic_rules", "1"),
                 ("coll_tuned_dynamic_rules_filename", str(path.resolve()))),
-            mpirun_args=self.base.mpirun_args))
-        default = _Arm("untuned stack", dict(self.default_params), self.default_settings)
-        incumbent_choice = single.choice or AlgorithmChoice(0)
-        single = _Arm("best single", single.params, single.settings, incumbent_choice)
+            mpirun_args=self.base.mpirun_args),
+            {k: v for k, v in (incumbent.arm.params or {}).items() if not self._is_tuned(k)})
+        default = Arm("untuned stack", self.default_settings, dict(self.default_params),
+                      is_default=True)
+        single = Arm("best single", incumbent.arm.settings, incumbent.arm.params)
         arms = [default, single, composed]
         self._tell("composing", stored.bands, self.confirm_rounds)
-        done = self._rounds(measurer, arms, self.confirm_rounds, deadline)
+        done, engine = self._rounds(measurer, arms, self.confirm_rounds, deadline)
         failed = next((f"{a.name} failed: {a.failed}" for a in arms if a.failed), "")
         if failed or done < 2:
+            why = failed or f"{done} round(s): too few to compare" + (
+                f" ({engine.stopped})" if engine.stopped else "")
             return replace(stored, rules_file=str(path), verdict="composed rules not measured",
-                         failed=failed or f"{done} round(s): too few to compare")
+                           failed=why)
         sizes = sorted(self.weights)
-        changed = [b for b in stored.rules.bands if b.choice != incumbent_choice]
+        changed = [b for b in stored.rules.bands if b.choice != incumbent.choice]
         family = 3 + len(changed)
-        vs_default = self._compare(composed, default, sizes, done, family)
-        vs_single = self._compare(composed, single, sizes, done, family)
-        single_vs_default = self._compare(single, default, sizes, done, family)
+        vs_default = self._compare(composed, default, sizes, family)
+        vs_single = self._compare(composed, single, sizes, family)
+        single_vs_default = self._compare(single, default, sizes, family)
         in_bands = {b.label(): self._compare(composed, single, [s for s in sizes if b.holds(s)],
-                                             done, family)
+                                             family)
                     for b in changed if any(b.holds(s) for s in sizes)}
         if None in (vs_default, vs_single, single_vs_default, *in_bands.values()):
             return replace(stored, rules_file=str(path), verdict="composed rules not measured",
-                         failed="fewer than 2 rounds with both arms measured")
+                           failed="fewer than 2 rounds with both arms measured")
         adopted, verdict = _judge(stored.bands, vs_default, vs_single, in_bands)
         return replace(stored, vs_default=vs_default, vs_single=vs_single,
-                     single_vs_default=single_vs_default, band_gains=in_bands, adopted=adopted,
-                     verdict=verdict, rules_file=str(path),
-                     arms_us={a.name: _geo_means(a.log_t) for a in arms})
+                       single_vs_default=single_vs_default, band_gains=in_bands, adopted=adopted,
+                       verdict=verdict, rules_file=str(path),
+                       arms_us={a.name: _geo_means(a.log_times(self.plan_sizes, done))
+                                for a in arms})
 
-    def _compare(self, arm: _Arm, other: _Arm, sizes: list[int], rounds: int,
+    def _compare(self, arm: Arm, other: Arm, sizes: list[int],
                  family: int) -> Comparison | None:
         """Weighted log-ratio per round over `sizes`, Student t, simultaneous over the stage's
         comparisons (3 overall, one per band where the rules differ from the best)."""
-        scores = []
-        for r in range(rounds):
-            per_size = {s: arm.log_t[s][r] - other.log_t[s][r] for s in sizes
-                        if not (math.isnan(arm.log_t[s][r]) or math.isnan(other.log_t[s][r]))}
-            if per_size:
-                scores.append(objective.weighted_score(per_size, self.weights))
+        _, scores = round_scores(arm, other, self.weights, sizes)
         if len(scores) < 2:
             return None  # nothing can be said from one paired round
         interval = mean_interval(scores, self.confidence, family=family)
@@ -380,11 +348,13 @@ def _geo_means(log_t: Mapping[int, list[float]]) -> dict[int, float]:
     return out
 
 
-def rules_file_name(study: str) -> str:
-    """A file name per study: readable, and distinct even where two names read the same."""
+def rules_file_name(study: str, purpose: str = "") -> str:
+    """A file name per study (and purpose: the stage's composed rules, the exported file a check
+    measures): readable, and distinct even where two names read the same."""
     readable = "".join(c if c.isalnum() or c in "-_." else "_" for c in study)[:80] or "study"
     suffix = EXPORTERS["ompi-rules"].suffix
-    return f"{readable}-{hashlib.sha256(study.encode()).hexdigest()[:10]}{suffix}"
+    tag = f"-{purpose}" if purpose else ""
+    return f"{readable}-{hashlib.sha256(study.encode()).hexdigest()[:10]}{tag}{suffix}"
 
 
 class StageSkipped(Exception):

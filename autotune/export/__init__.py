@@ -22,8 +22,8 @@ from ._env import MPIRUN_ARGS_VAR, env_file
 from ._json import json_file
 from ._mca_params import mca_params_file
 from ._mpich_json import mpich_json_file
-from ._ompi_rules import (COLL_IDS, RULES_FORMATS, ompi_rules_campaign, ompi_rules_file,
-                          ompi_rules_text, ompi_version, pick_format, rules_for)
+from ._ompi_rules import (COLL_IDS, RULES_FORMATS, deployment_with_rules, ompi_rules_campaign,
+                          ompi_rules_file, ompi_rules_text, ompi_version, pick_format, rules_for)
 from ._options import ExportOptions
 from ._ucc_tune import TUNE_VAR, ucc_tune_file
 
@@ -87,7 +87,8 @@ def reader_hint(fmt: str, best: BestConfig, path: str) -> str | None:
 
 __all__ = ["BestConfig", "COLL_IDS", "EXPORTERS", "ExportFormat", "ExportOptions", "Exporter",
            "JSON_SCHEMA", "MPIRUN_ARGS_VAR", "RULES_FORMATS", "TUNE_VAR", "best_config",
-           "check_exportable", "describe_sizes", "env_file", "export_text", "header_lines",
+           "check_exportable", "deployment_with_rules", "describe_sizes", "env_file",
+           "export_text", "header_lines",
            "json_file", "json_schema", "mca_params_file", "mpich_json_file",
            "ompi_rules_campaign", "ompi_rules_file", "ompi_rules_text", "ompi_version",
            "pick_format", "printable", "reader_hint", "rules_for", "ucc_tune_file", "withhold"]

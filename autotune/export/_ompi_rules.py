@@ -267,6 +267,19 @@ def _other_settings(best: BestConfig, coll: str) -> list[str]:
     return lines
 
 
+def deployment_with_rules(best: BestConfig, path: str) -> tuple[str, dict[str, str]] | None:
+    """What `export --format ompi-rules` deploys when per-size rules are adopted: the file's text
+    (written to be read at `path`) and the MCA settings a launch takes with it (the
+    configuration's own less those the file carries, and the reader's); None without adopted
+    rules or when the export is withheld (then the configuration's settings are the deployment)."""
+    if best.rules is None or best.withheld or best.config is None:
+        return None
+    text = ompi_rules_file(best, options=ExportOptions(path=path))
+    carried = {*tuned_param_names(best.config.collective).values(), *reader_settings(None)}
+    mca = {k: v for k, v in best.mca.items() if k not in carried}
+    return text, {**mca, **reader_settings(path)}
+
+
 def _json_rules(rules: RuleSet) -> str:
     """JSON has no comments: what and where is in `autotune export --format json` instead."""
     entries = []

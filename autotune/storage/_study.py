@@ -1,5 +1,5 @@
 """Typed views of the study-level attributes other than the config: the current run, the last
-confirmation and the last independent check. Written by the controller, confirm.py and verify.py;
+confirmation and the last independent check. Written by the controller and endgame/ (confirm, verify);
 read by status and export."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class ConfirmedCandidate:
     speedup: float | None  # None when its confirmation launches failed
     speedup_interval: tuple[float, float] | None  # simultaneous 95% interval (Student t)
     failed: str = ""
-    verdict: str = ""  # faster, not faster, undecided, failed (confirm.py)
+    verdict: str = ""  # faster, not faster, undecided, failed (endgame/confirm.py)
     rounds: int = 0  # rounds this candidate got
 
 
@@ -155,6 +155,8 @@ class StoredVerification:
     finished: float | None = None
     failed: str = ""  # why no figure came out of it
     argv: tuple[str, ...] = ()  # one launch of the best as it ran
+    measured: str = ""  # what was deployed and measured: "" the configuration's settings, else
+    # e.g. "per-size rules (3 bands, ompi-rules) with the configuration's other settings"
 
     @property
     def label(self) -> str:
@@ -190,6 +192,8 @@ class StoredVerification:
                      "recommended")
         if not self.independent:
             line += "; the same benchmark as the search, so not independent"
+        if self.measured:
+            line += f"; measured: {self.measured}"
         return line
 
     def to_dict(self) -> dict[str, Any]:
@@ -201,7 +205,8 @@ class StoredVerification:
                            "speedup_interval": list(s.speedup_interval)} for s in self.sizes],
                 "round_scores": list(self.round_scores), "search_speedup": self.search_speedup,
                 "search_interval": _pair_out(self.search_interval), "agrees": self.agrees,
-                "finished": self.finished, "failed": self.failed, "argv": list(self.argv)}
+                "finished": self.finished, "failed": self.failed, "argv": list(self.argv),
+                "measured": self.measured}
 
     @classmethod
     def from_dict(cls, data: Any, where: str) -> StoredVerification:
@@ -235,7 +240,8 @@ class StoredVerification:
             agrees=None if agrees is None else as_bool(agrees, f"{where}: agrees"),
             finished=as_opt_float(data.get("finished"), f"{where}: finished"),
             failed=as_str(data.get("failed") or "", f"{where}: failed"),
-            argv=as_str_tuple(data.get("argv") or [], f"{where}: argv"))
+            argv=as_str_tuple(data.get("argv") or [], f"{where}: argv"),
+            measured=as_str(data.get("measured") or "", f"{where}: measured"))
 
 
 def _pair_out(pair: tuple[float, float] | None) -> list[float] | None:

@@ -5,7 +5,7 @@ import pytest
 from autotune.benchmarks import (REGISTRY, BenchmarkKind, Mpi4pyBenchmark, kind_of_stored,
                                  make_benchmark)
 from autotune.errors import InputError
-from autotune.verify import choose_benchmark
+from autotune.endgame.partner import choose_benchmark
 
 
 def test_a_registered_benchmark_is_made_by_name_and_checked_by_its_partner(monkeypatch):

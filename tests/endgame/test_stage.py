@@ -92,14 +92,14 @@ def test_composed_rules_are_measured_against_the_untuned_stack_and_the_best(tmp_
     study, measurer, stage = _stage(tmp_path, confirm_rounds=3)
     stage.best_settings = stage._with_tuned({"coll_tuned_allreduce_algorithm": 3})
     best = {"coll_tuned_allreduce_algorithm": 3}
-    arms, incumbent = stage.variants(best)
-    assert arms[incumbent].choice == AlgorithmChoice(3)
-    assert dict(arms[incumbent].settings.mca)["coll_tuned_allreduce_algorithm"] == "3"
+    variants, incumbent = stage.variants(best)
+    assert variants[incumbent].choice == AlgorithmChoice(3)
+    assert dict(variants[incumbent].arm.settings.mca)["coll_tuned_allreduce_algorithm"] == "3"
     two = RuleSet.from_starts("openmpi", "allreduce", 2, [(0, AlgorithmChoice(1)),
                                                           (4096, AlgorithmChoice(3))])
     chosen = StoredRules(collective="allreduce", comm_size=2, trial=0, incumbent=incumbent,
                          variants=(), per_size={}, rules=two, rounds=2)
-    result = stage._compose(measurer, chosen, arms[incumbent], deadline=None)
+    result = stage._compose(measurer, chosen, variants[incumbent], deadline=None)
     assert not result.failed, result.failed
     text = Path(result.rules_file).read_text()
     assert "\n2  # allreduce" in text and "4096 3 0 0" in text

@@ -7,11 +7,11 @@ from pathlib import Path
 import optuna
 import pytest
 
-from autotune.confirm import CLAIMED, ConfirmPolicy
+from autotune.endgame.confirm import CLAIMED, ConfirmPolicy
 from autotune.replay import aa_universe, planted, replay_once
 from autotune.storage._grid import read_grid
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 AA_GRID = ROOT / "docs/grids/aa-allreduce-1n2p-imb.csv"
 
 
@@ -82,14 +82,14 @@ def test_a_real_aa_study_reports_the_untuned_stack(autotune_cli, tmp_path):
 
 
 def _claimed(trial, rounds, scores):
-    from autotune.confirm import Candidate
+    from autotune.endgame.confirm import Candidate
 
     return Candidate(trial=trial, params={}, round_scores=list(scores), round_index=list(rounds),
                      mean=sum(scores) / len(scores), verdict=CLAIMED)
 
 
 def test_claimed_candidates_race_until_told_apart_or_too_close_to_matter():
-    from autotune.confirm import expected_shortfall, leader, racing
+    from autotune.endgame.confirm import expected_shortfall, leader, racing
 
     policy = ConfirmPolicy()
     first = _claimed(1, range(5), [-0.20, -0.22, -0.18, -0.21, -0.19])
@@ -105,7 +105,7 @@ def test_claimed_candidates_race_until_told_apart_or_too_close_to_matter():
 
 
 def test_the_winner_is_faster_than_the_others_round_by_round_not_by_one_lucky_round():
-    from autotune.confirm import leader
+    from autotune.endgame.confirm import leader
 
     steady = _claimed(1, range(5), [-0.20, -0.21, -0.20, -0.19, -0.20])
     lucky = _claimed(2, range(5), [-0.18, -0.19, -0.18, -0.17, -0.60])  # one lucky round
@@ -115,7 +115,7 @@ def test_the_winner_is_faster_than_the_others_round_by_round_not_by_one_lucky_ro
 def test_one_default_launch_per_block_and_round_serves_every_candidate():
     """Three candidates, two rounds (the fewest) of two blocks: 4 default launches, not 12."""
     from autotune.benchmarks import Mpi4pyBenchmark
-    from autotune.confirm import confirm
+    from autotune.endgame.confirm import confirm
     from autotune.launch import LocalLauncher, StaticPool
     from autotune.launch._replay import ReplayExecutor
     from autotune.measure import MeasurementPlan, Measurer

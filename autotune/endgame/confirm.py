@@ -1,10 +1,11 @@
 """Confirmation: when the search ends, re-measure the best few configurations against the default
 in interleaved rounds, and claim one only if it is faster beyond doubt.
 
-In each round and size block, one default launch is measured, then every open candidate right
-after it in a random order, each paired with it: a round's score is then free of the machine's
-level shifts (they last minutes), and the default costs one launch per round, not one per
-candidate. Why the claim holds at its stated level:
+The rounds are the endgame's one engine (rounds.py): in each round and size block, one default
+launch and every open candidate, in a random order, each candidate paired with that default
+launch: a round's score is then free of the machine's level shifts (they last minutes), and the
+default costs one launch per round, not one per candidate. Its failure policy is the engine's.
+Why the claim holds at its stated level:
 - the interval of a candidate's mean round score is Student's t, not a percentile bootstrap (over
   5 rounds a bootstrap interval is too narrow; claims built on it did not reproduce);
 - the rounds are adaptive: a first look after `min_rounds`, then looks at twice as many rounds up
@@ -33,11 +34,11 @@ from typing import Any
 import optuna
 from scipy import stats
 
-from . import objective
-from .measure import LaunchFailed, Measurer, PlannedLaunch
-from .space import LaunchSettings
-from .stats import Interval, mean_interval
-from .storage import CONFIRMATION_ATTR, TrialRecord
+from ..measure import Measurer
+from ..space import LaunchSettings
+from ..stats import Interval, mean_interval
+from ..storage import CONFIRMATION_ATTR, TrialRecord
+from .rounds import Arm, RoundsEngine, round_scores
 
 METHOD = "Student t over paired rounds, simultaneous over candidates and looks (Bonferroni)"
 
@@ -138,62 +139,6 @@ def settings_of(trial: optuna.trial.FrozenTrial) -> LaunchSettings:
                           mpirun_args=tuple(stored.mpirun_args))
 
 
-class _Rounds:
-    """Runs rounds: per size block, one default launch, then the open candidates in random order."""
-
-    def __init__(self, measurer: Measurer, default_settings: LaunchSettings,
-                 default_params: dict[str, Any] | None, weights: dict[int, float],
-                 rng: random.Random) -> None:
-        self.measurer, self.default_settings = measurer, default_settings
-        self.default_params, self.weights, self.rng = default_params, weights, rng
-        self.blocks = measurer.plan.blocks()
-        self.seconds_per_candidate: list[float] = []  # each round's wall time / its candidates
-
-    def run(self, round_index: int, candidates: list[Candidate],
-            settings: dict[int, LaunchSettings]) -> None:
-        t0 = time.perf_counter()
-        per_round: dict[int, dict[int, float]] = {c.trial: {} for c in candidates}
-        for block_index, block in enumerate(self.blocks):
-            order = [c for c in candidates if not c.failed]
-            self.rng.shuffle(order)
-            planned = PlannedLaunch(index=-1, block=block_index, rep=round_index, sizes=block)
-            if not order:
-                continue
-            try:  # one default launch, then every candidate next to it
-                default = self.measurer.run_launch(self.default_settings, planned,
-                                                   self.rng.randrange(2**31),
-                                                   params=self.default_params, is_default=True)
-            except LaunchFailed as exc:
-                if exc.reason == "interrupted":
-                    raise
-                continue  # no reference this time: this block of the round is skipped
-            for cand in order:
-                try:
-                    record = self.measurer.run_launch(settings[cand.trial], planned,
-                                                      self.rng.randrange(2**31), params=cand.params)
-                except LaunchFailed as exc:
-                    if exc.reason == "interrupted":
-                        raise
-                    if exc.reason == "infrastructure":
-                        continue  # the nodes' fault, not the candidate's: this pair is skipped
-                    cand.failed = f"{exc.reason}: {exc.detail}"[:200]
-                    cand.verdict = FAILED
-                    continue
-                for size, t_us in record.t_max_us.items():
-                    per_round[cand.trial][size] = objective.log_ratio(t_us, default.t_max_us[size])
-        for cand in candidates:
-            scores = {s: v for s, v in per_round[cand.trial].items() if self.weights.get(s, 0) > 0}
-            if not cand.failed and scores:
-                cand.round_scores.append(objective.weighted_score(scores, self.weights))
-                cand.round_index.append(round_index)
-        self.seconds_per_candidate.append((time.perf_counter() - t0) / max(1, len(candidates)))
-
-    def next_round_fits(self, deadline: float | None, candidates: int) -> bool:
-        if deadline is None or not self.seconds_per_candidate:
-            return True
-        return time.time() + self.seconds_per_candidate[-1] * candidates <= deadline
-
-
 def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSettings,
             weights: dict[int, float], trials: list[optuna.trial.FrozenTrial],
             policy: ConfirmPolicy = ConfirmPolicy(), seed: int | None = None,
@@ -202,28 +147,30 @@ def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSet
     """Re-measure `trials` (the strategy's pick) against the default until each is decided."""
     if not trials:
         return None
-    rng = random.Random(seed)
     candidates = [Candidate(trial=t.number, params=dict(t.params)) for t in trials]
-    settings = {c.trial: settings_of(t) for c, t in zip(candidates, trials)}
+    reference = Arm("the untuned stack", default_settings, default_params, is_default=True)
+    arms = {c.trial: Arm(f"trial {c.trial}", settings_of(t), dict(t.params))
+            for c, t in zip(candidates, trials)}
     looks = policy.looks()
     family = len(candidates) * len(looks)
-    rounds = _Rounds(measurer, default_settings, default_params, weights, rng)
-    stopped, done = "", 0
+    engine = RoundsEngine(measurer, random.Random(seed))
+    done = 0
     for look in looks:
         measured_now = [c for c in candidates if c.open] + racing(candidates, policy)
         if not measured_now:
             break
-        while done < look:
-            if not rounds.next_round_fits(deadline, len(measured_now)):
-                stopped = "time budget: the next round would not finish in time"
-                break
-            rounds.run(done, measured_now, settings)
-            done += 1
+        done += engine.run([reference, *(arms[c.trial] for c in measured_now)], look - done,
+                           first=done, deadline=deadline)
         for cand in measured_now:
-            if not cand.failed and len(cand.round_scores) >= 2:
+            arm = arms[cand.trial]
+            cand.round_index, cand.round_scores = round_scores(arm, reference, weights)
+            if arm.failed:
+                cand.failed, cand.verdict = arm.failed, FAILED
+            elif len(cand.round_scores) >= 2:
                 cand.judge(mean_interval(cand.round_scores, policy.confidence, family), policy)
-        if stopped:
+        if engine.stopped:
             break
+    stopped = engine.stopped
     if not stopped and any(c.open for c in candidates):
         stopped = f"{policy.max_rounds} rounds: the most allowed"
     claimed = [c for c in candidates if c.verdict == CLAIMED and c.mean is not None]

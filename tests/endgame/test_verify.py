@@ -16,17 +16,21 @@ from autotune.errors import EnvironmentProblem, LaunchFailure
 from autotune.measure import LaunchFailed, LaunchRecord, MeasurementPlan
 from autotune.space import LaunchSettings
 from autotune.storage import CONFIRMATION_ATTR, StudyConfig, stored_verification
-from autotune.verify import (Arm, EndOfStudyVerifier, Rounds, agreement, choose_benchmark, store,
-                             estimate_seconds, measure_rounds, search_benchmark,
-                             summarize)
+from autotune.endgame.partner import choose_benchmark, search_benchmark
+from autotune.endgame.rounds import Arm
+from autotune.endgame.verify import (EndOfStudyVerifier, Rounds, agreement, estimate_seconds,
+                                     measure_rounds, store, summarize)
 from tests.storage import CONFIG, add_trial, controller_attrs, new_study
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 IMB_DIR = (ROOT.parent / "shared" / "tools" / "imb").resolve()  # autotune stores it resolved
 PLAN = MeasurementPlan(collective="allreduce", nodes=1, ppn=2, sizes=(8, 1024), repetitions=2,
                        stages=2, time_per_size=0.01)
-DEFAULT = Arm(LaunchSettings(), {}, True)
-BEST = Arm(LaunchSettings(mca=(("coll_tuned_allreduce_algorithm", "3"),)), {"alg": 3}, False)
+def arms():
+    """(the untuned stack, the best): fresh arms, as each check builds them."""
+    return (Arm("the untuned stack", LaunchSettings(), {}, is_default=True),
+            Arm("the best", LaunchSettings(mca=(("coll_tuned_allreduce_algorithm", "3"),)),
+                {"alg": 3}))
 
 
 @pytest.mark.parametrize("check, search, agrees", [
@@ -113,7 +117,7 @@ class ScriptedMeasurer:
 
 def test_rounds_pair_every_block_in_random_order():
     measurer = ScriptedMeasurer(0.8)
-    measured = measure_rounds(measurer, DEFAULT, BEST, {8: 0.5, 1024: 0.5}, 8, random.Random(1))
+    measured = measure_rounds(measurer, *arms(), {8: 0.5, 1024: 0.5}, 8, random.Random(1))
     assert measured.scores == pytest.approx([math.log(0.8)] * 8)
     assert sorted(measured.per_size) == [8, 1024]
     assert measured.per_size[1024] == pytest.approx([math.log(0.8)] * 8)
@@ -122,21 +126,26 @@ def test_rounds_pair_every_block_in_random_order():
     assert set(pairs) == {(True, False), (False, True)} and len(pairs) == 16
 
 
-def test_a_best_that_keeps_failing_stops_the_rounds_and_a_stop_request_passes():
+def test_a_best_that_fails_is_out_at_once_and_a_stop_request_passes():
     measurer = ScriptedMeasurer(fail="config")
-    measured = measure_rounds(measurer, DEFAULT, BEST, {8: 0.5, 1024: 0.5}, 20, random.Random(1))
-    assert len(measured.failures) == 3 and measured.stopped == "3 launches failed"
-    assert not measured.scores and measurer.launches <= 6
+    measured = measure_rounds(measurer, *arms(), {8: 0.5, 1024: 0.5}, 20, random.Random(1))
+    assert measured.failures == ["the best: config: MPI refused it"] and not measured.stopped
+    assert not measured.scores and measurer.launches <= 2
     with pytest.raises(LaunchFailed):
-        measure_rounds(ScriptedMeasurer(fail="interrupted"), DEFAULT, BEST, {8: 1.0}, 3,
+        measure_rounds(ScriptedMeasurer(fail="interrupted"), *arms(), {8: 1.0}, 3,
                        random.Random(1))
 
 
-def _claimed_study(tmp_path):
+def _claimed_study(tmp_path, settings=None):
     study = new_study(tmp_path)
-    add_trial(study, "all", attrs=controller_attrs(is_default=True, speedup=1.0, env={}),
-              value=0.0)
-    add_trial(study, "self,sm", attrs=controller_attrs(speedup=1.2), value=-math.log(1.2))
+    default = controller_attrs(is_default=True, speedup=1.0, env={})
+    if settings is not None:  # settings that run here: the untuned stack is no setting at all
+        default["settings"] = {"env": {}, "mca": {}, "mpirun_args": []}
+    add_trial(study, "all", attrs=default, value=0.0)
+    best = controller_attrs(speedup=1.2)
+    if settings is not None:
+        best["settings"] = settings
+    add_trial(study, "self,sm", attrs=best, value=-math.log(1.2))
     study.set_user_attr(CONFIRMATION_ATTR, {
         "rounds": 5, "best_trial": 1, "finished": 1.0, "method": "t",
         "candidates": [{"trial": 1, "params": {}, "round_scores": [-0.1] * 5, "mean": -0.1,
@@ -193,7 +202,7 @@ def test_estimate_from_the_default_launches(tmp_path):
 
 def test_a_wrong_result_of_the_best_withholds_it_at_once():
     measurer = ScriptedMeasurer(fail="wrong-result")
-    measured = measure_rounds(measurer, DEFAULT, BEST, {8: 0.5, 1024: 0.5}, 20, random.Random(1))
+    measured = measure_rounds(measurer, *arms(), {8: 0.5, 1024: 0.5}, 20, random.Random(1))
     assert measured.wrong_result and measurer.launches <= 2
     result = summarize(measured, benchmark="mpi4py kernel", independent=True, trial=1, rounds=20,
                        search=(1.1, (1.02, 1.2)))
@@ -215,3 +224,61 @@ def test_a_failed_or_dependent_check_never_replaces_a_measured_independent_one(t
                       independent=False, trial=1, rounds=3, search=(1.1, (1.02, 1.2)))
     store(study, wrong)
     assert stored_verification(study) == wrong
+
+
+def _adopt_rules(study, trial: int):
+    """Per-size rules adopted for `trial`: basic_linear below 4 KiB, recursive doubling above."""
+    from autotune.rules import AlgorithmChoice, RuleSet
+    from autotune.storage import StoredRules, save_rules
+
+    rules = RuleSet.from_starts("openmpi", "allreduce", 2, [(0, AlgorithmChoice(1)),
+                                                             (4096, AlgorithmChoice(3))])
+    save_rules(study, StoredRules(collective="allreduce", comm_size=2, trial=trial, incumbent=0,
+                                  variants=(), per_size={}, rules=rules, rounds=2, adopted=True,
+                                  verdict="adopted"))
+
+
+def test_the_check_measures_adopted_rules_as_the_export_deploys_them(tmp_path):
+    """With adopted per-size rules the exported best is the ompi-rules file plus the
+    configuration's other settings, not the single configuration the rules were built on."""
+    from autotune.endgame.verify import deployed_arm
+    from autotune.export import best_config
+
+    study = _claimed_study(tmp_path)
+    single, described = deployed_arm(study, best_config(study), tmp_path / "rules")
+    assert described == "" and dict(single.settings.mca) == {"pml": "ucx"}
+    _adopt_rules(study, 1)
+    arm, described = deployed_arm(study, best_config(study), tmp_path / "rules")
+    mca = dict(arm.settings.mca)
+    path = Path(mca.pop("coll_tuned_dynamic_rules_filename"))
+    assert mca == {"pml": "ucx", "coll_tuned_use_dynamic_rules": "1"}
+    assert dict(arm.settings.env) == {"UCX_TLS": "self,sm"}
+    assert arm.settings.mpirun_args == ("--map-by", "numa")
+    assert described.startswith("per-size rules (2 bands") and path.name in described
+    text = path.read_text()
+    assert "4096 3 0 0" in text and f"--mca coll_tuned_dynamic_rules_filename {path}" in text
+
+
+@pytest.mark.mpi
+def test_a_real_check_launches_open_mpi_with_the_exported_rules(tmp_path, mpirun):
+    """The deployed rules file is read by a real Open MPI: two rounds with the kernel give a
+    figure, and the stored check says what was measured."""
+    from autotune.benchmarks import Mpi4pyBenchmark
+    from autotune.endgame.partner import BenchmarkChoice
+    from autotune.endgame.verify import verify_on
+    from autotune.launch import LocalLauncher
+    from autotune.measure import Measurer
+
+    study = _claimed_study(tmp_path, settings={  # pml ucx as it runs on a node without mlx*
+        "env": {}, "mca": {"pml": "ucx", "pml_ucx_devices": "any", "pml_ucx_tls": "any"},
+        "mpirun_args": []})
+    _adopt_rules(study, 1)
+    plan = MeasurementPlan(collective="allreduce", nodes=1, ppn=2, sizes=(8, 1024),
+                           repetitions=1, stages=1, time_per_size=0.005)
+    measurer = Measurer(plan, LocalLauncher(), Mpi4pyBenchmark())
+    choice = BenchmarkChoice(Mpi4pyBenchmark(), independent=False)
+    result = verify_on(study, measurer, choice, rounds=2, seed=1, rules_dir=tmp_path / "rules")
+    assert not result.failed, result.failed
+    assert result.rounds_measured == 2 and result.measured.startswith("per-size rules (2 bands")
+    assert "coll_tuned_dynamic_rules_filename" in " ".join(result.argv)
+    assert stored_verification(study).measured == result.measured

@@ -1,0 +1,89 @@
+"""`autotune verify`, run on its own after a study: refuse while the study's daemon runs (and
+hold its lock meanwhile), put the nodes together as `start` does, and check the exported best
+with the partner benchmark (verify.verify_on)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import optuna
+
+from ..errors import InputError
+from ..measure import Measurer
+from ..storage import StoredVerification, stored_config
+from .partner import choose_benchmark, search_benchmark
+from .verify import NOTHING_TO_VERIFY, NothingToVerify, plan_of, verify_on
+
+
+@dataclass(frozen=True)
+class VerifyRequest:
+    study: optuna.Study
+    storage_url: str
+    benchmark: str | None = None  # imb | mpi4py; None: the other one than the search's
+    imb_dir: str | None = None
+    rounds: int = 20
+    seed: int | None = None
+    launcher: str = "auto"  # where and how to launch: as `autotune start` was told
+    hostfile: str | None = None
+    launcher_mca: tuple[tuple[str, str], ...] = ()
+    oversubscribe: bool = False
+
+
+def run_verify(request: VerifyRequest, *, on_start: Callable[[str], None] | None = None,
+               on_round: Callable[[int, int], None] | None = None) -> StoredVerification:
+    """`autotune verify`: refuse while the study's daemon runs (and hold its lock meanwhile),
+    put the nodes together as `start` does, and check the exported best (verify_on)."""
+    from ..daemon import Owner, StudyLock
+    from ..export import best_config
+    from ..launch import check_launch_tool, make_pool, pick_launcher
+    from ..options import StartOptions
+    from ..probe import probe_capabilities
+
+    study = request.study
+    config = stored_config(study)
+    if config is None:
+        raise InputError(f"study {study.study_name!r} has no stored configuration (not made by "
+                         "`autotune start`)")
+    if best_config(study).is_default:
+        raise NothingToVerify(NOTHING_TO_VERIFY)
+    # IMB from --imb-dir or PATH, never from a path stored in the study: a shared storage is
+    # written by others, and this command would run what it names
+    choice = choose_benchmark(search_benchmark(config), request.benchmark, request.imb_dir,
+                              collective=config.collective)
+    assert choice is not None
+    lock = StudyLock.of(request.storage_url, study.study_name)
+    lock.acquire(Owner(pid=os.getpid(), host=socket.gethostname(), started=time.time(),
+                       study=study.study_name, log=str(lock.log)))
+    try:
+        options = StartOptions(collective=config.collective, nodes=config.nodes, ppn=config.ppn,
+                               launcher=request.launcher, hostfile=request.hostfile,
+                               launcher_mca=request.launcher_mca,
+                               oversubscribe=request.oversubscribe)
+        caps = probe_capabilities()
+        launcher, why = pick_launcher(options)
+        check_launch_tool(options, caps, launcher)
+        pool, note = make_pool(options, caps, launcher, why)
+        try:
+            if on_start is not None:
+                for line in (note, choice.note):
+                    if line:
+                        on_start(f"note: {line}")
+                on_start(f"checking trial {best_config(study).trial} against the untuned stack "
+                         f"with {choice.benchmark.describe()}: {request.rounds} interleaved "
+                         f"rounds of {len(plan_of(config).blocks())} size block(s)")
+            group = pool.acquire()
+            try:
+                measurer = Measurer(plan_of(config), None, choice.benchmark,
+                                    oversubscribe=request.oversubscribe).on(group)
+                return verify_on(study, measurer, choice, request.rounds, request.seed,
+                                 on_round=on_round)
+            finally:
+                pool.release(group)
+        finally:
+            pool.close()
+    finally:
+        lock.release()
