@@ -184,7 +184,7 @@ def replay_study(grid: Grid, strategy: str | Strategy, budget: int, seed: int,
     executor = ReplayExecutor(grid, seed)
     measurer = Measurer(plan, None, Mpi4pyBenchmark(), executor=executor)
     chosen = strategy if isinstance(strategy, Strategy) else make_strategy(
-        strategy, seed=seed, prune_after=settings.prune_after, p_threshold=settings.p_threshold)
+        strategy, seed=seed, options=settings)
     study = optuna.create_study(sampler=chosen.sampler(), pruner=chosen.pruner(),
                                 storage=storage)
     controller = Controller(study, space, config, measurer, HOST,

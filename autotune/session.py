@@ -16,8 +16,8 @@ from typing import Any
 
 import optuna
 
-from .benchmarks import (REDUCTION_ELEMENT_BYTES, REDUCTIONS, Benchmark, is_nonblocking,
-                         make_benchmark)
+from .benchmarks import (REDUCTION_ELEMENT_BYTES, REDUCTIONS, Benchmark, configured_benchmark,
+                         is_nonblocking)
 from .benchmarks import REGISTRY as BENCHMARK_KINDS
 from .checks import check_cores, check_host_count, check_site_settings
 from .controller import Controller
@@ -183,11 +183,7 @@ def fingerprint_of(caps: Capabilities, host: HostInfo, config: StudyConfig,
 
 def benchmark_of(options: StartOptions) -> Benchmark:
     """The configured benchmark, checked usable here (IMB found and executable, ...)."""
-    takes_dir = "imb_dir" in BENCHMARK_KINDS[options.benchmark].options  # else it is the check's
-    benchmark = make_benchmark(options.benchmark,
-                               imb_dir=options.imb_dir if takes_dir else None,
-                               imb_mem_gb=options.imb_mem_gb, imb_off_cache=options.imb_off_cache,
-                               numactl=options.numactl, collective=options.collective)
+    benchmark = configured_benchmark(options.benchmark, options, collective=options.collective)
     benchmark.check()
     return benchmark
 
@@ -240,15 +236,17 @@ def verification_of(options: StartOptions) -> Any:
     """The benchmark of the end-of-study check (verify.BenchmarkChoice): the other one than the
     search's where it is found (IMB via --imb-dir or PATH after the kernel), else None; with
     --verify and no IMB, one line before anything starts."""
-    from .endgame.partner import choose_benchmark
+    from .endgame.partner import choose_benchmark, missing_partner
 
     if options.verify == "no":
         return None
-    choice = choose_benchmark(options.benchmark, imb_dir=options.imb_dir, allow_same=False,
+    choice = choose_benchmark(options.benchmark, located=options, allow_same=False,
                               collective=options.collective)
     if choice is None and options.verify == "yes":
-        raise InputError("--verify: IMB-MPI1 not found (give --imb-dir DIR, or put it on PATH); "
-                         "the independent check of a search with the mpi4py kernel runs IMB")
+        partner = BENCHMARK_KINDS[BENCHMARK_KINDS[options.benchmark].partner]
+        raise InputError(f"--verify: {missing_partner(options.benchmark)}; the independent "
+                         f"check of a search with {BENCHMARK_KINDS[options.benchmark].label} "
+                         f"runs {partner.label}")
     return choice
 
 
@@ -292,8 +290,10 @@ def prepare_session(options: StartOptions) -> Session:
                                  f"{session.verify_choice.benchmark.describe()} against the "
                                  f"untuned stack ({options.verify_rounds} rounds)")
         elif options.verify == "auto":
-            session.notes.append("no independent check at the end: IMB-MPI1 not found "
-                                 "(--imb-dir DIR)")
+            from .endgame.partner import missing_partner
+
+            session.notes.append("no independent check at the end: "
+                                 f"{missing_partner(options.benchmark)}")
         if options.parallel > 1:
             session.notes.insert(len(notes), f"{options.parallel} trials at once on disjoint node "
                                  "groups: they may disturb each other through a shared network")
@@ -342,22 +342,14 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
                            timeout_floor=options.timeout_floor, objective=options.objective)
     store = open_storage(options.storage)
     strategy = make_strategy(options.strategy, seed=options.seed, prune=options.prune,
-                             prune_after=options.prune_after, p_threshold=options.p_threshold)
+                             options=options)
     try:
         study = optuna.create_study(study_name=name, storage=store, direction="minimize",
                                     sampler=strategy.sampler(resolved.context_values),
                                     pruner=strategy.pruner(), load_if_exists=True)
     except Exception as exc:  # noqa: BLE001 - storage backends raise many types
         raise AutotuneError(f"cannot create study {name!r}: {exc}") from None
-    notes: list[str] = []
-    launches_per_trial = options.repetitions * len(plan.blocks())
-    wilcoxon = isinstance(strategy.pruner(), optuna.pruners.WilcoxonPruner)  # p-value pruning
-    if wilcoxon and 0.5 ** min(launches_per_trial - 1, 30) >= options.p_threshold:
-        notes.append(f"pruning can never trigger: {launches_per_trial - 1} launches give at best "
-                     f"p={0.5 ** (launches_per_trial - 1):.3g} >= --p-threshold {options.p_threshold}")
-    elif wilcoxon and options.prune_after >= launches_per_trial:
-        notes.append(f"pruning is off in effect: --prune-after {options.prune_after} >= the "
-                     f"{launches_per_trial} launches of a trial")
+    notes = strategy.notes(options.repetitions * len(plan.blocks()))
     previous = stored_config(study)
     if previous is None:
         study.set_user_attr(CONFIG_ATTR, config.to_dict())

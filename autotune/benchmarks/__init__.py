@@ -12,35 +12,49 @@ from typing import Any
 from ..collectives import (ALL_COLLECTIVES, COLLECTIVES, NBC_COLLECTIVES,
                            REDUCTION_ELEMENT_BYTES, REDUCTIONS, Buffers, NbcTiming, SizeTiming,
                            blocking_of, buffer_counts, is_nonblocking, overlap_pct)
+from ..optionspec import OptionSpec
 from ._base import WRONG_RESULT, Benchmark, BenchmarkOutput, BenchmarkRequest, WrongResult
 from ._mpi4py import (KernelOverhead, Mpi4pyBenchmark, kernel_overhead, kernel_program,
                       parse_kernel_output)
 from ._imb_output import ImbOutputError, ImbRow, ImbTable, MAX_CHARS, parse_imb_output
 
 __all__ = ["ALL_COLLECTIVES", "BENCHMARKS", "COLLECTIVES", "DEFAULT_BENCHMARK", "MAX_CHARS",
-           "NBC_COLLECTIVES", "OPTION_FLAGS", "REDUCTION_ELEMENT_BYTES", "REDUCTIONS",
+           "IMB_DIR", "NBC_COLLECTIVES", "OPTION_FLAGS", "REDUCTION_ELEMENT_BYTES", "REDUCTIONS",
            "REGISTRY", "WRONG_RESULT", "Benchmark", "BenchmarkKind", "BenchmarkOutput",
            "BenchmarkRequest", "Buffers", "ImbOutputError", "ImbRow", "ImbTable",
            "KernelOverhead", "Mpi4pyBenchmark", "NbcTiming", "SizeTiming", "WrongResult",
-           "benchmark_help", "blocking_of", "buffer_counts", "is_nonblocking", "kernel_overhead",
+           "benchmark_help", "blocking_of", "buffer_counts", "configured_benchmark",
+           "is_nonblocking", "kernel_overhead",
            "kernel_program", "kind_of_stored", "make_benchmark", "overlap_pct",
            "parse_imb_output", "parse_kernel_output"]
 
 
 @dataclass(frozen=True)
 class BenchmarkKind:
-    """A benchmark a user picks by name: how it is made, the options it takes (start's
-    --imb-* options are IMB's), and its verification partner, the benchmark an independent check
-    of a search made with it uses."""
+    """A benchmark a user picks by name: how it is made, the options it declares for `start`
+    (the CLI builds them from here), and its verification partner, the benchmark an independent
+    check of a search made with it uses."""
 
     name: str
     label: str  # what a message calls it
     summary: str  # for --benchmark's help
     partner: str
-    options: frozenset[str]  # make_benchmark's keyword options it takes (collective aside)
-    make: Callable[..., Benchmark]
+    make: Callable[..., Benchmark]  # (collective=, **its options) -> the benchmark
     stored_prefix: str  # how its describe() begins, as a study stores it
+    cli_options: tuple[OptionSpec, ...] = ()  # start's options of its own
+    internal: frozenset[str] = frozenset()  # keyword options `make` takes that have no flag
+    locates: str = ""  # its option saying where it is installed: a check with it uses that too
     where: str = ""  # where it is looked for, when it may be missing
+
+    @property
+    def options(self) -> frozenset[str]:
+        """make_benchmark's keyword options it takes (collective aside)."""
+        return frozenset(spec.name for spec in self.cli_options) | self.internal
+
+    def location(self, values: object) -> dict[str, Any]:
+        """{locates: the folder `values` gives}, or {} when it gives none."""
+        where = getattr(values, self.locates, None) if self.locates else None
+        return {self.locates: where} if where else {}
 
 
 def _kernel(*, python: str | None = None, **_: Any) -> Benchmark:
@@ -58,19 +72,27 @@ def _imb(*, imb_dir: str | None = None, imb_mem_gb: float | None = None,
 
 
 # The registry: a new benchmark is one module and one entry here. The first is the default.
+IMB_DIR = OptionSpec("--imb-dir", "directory holding IMB-MPI1 (IMB-NBC beside it)  [default: "
+                     "found on PATH]", metavar="DIR")
 REGISTRY: dict[str, BenchmarkKind] = {k.name: k for k in (
     BenchmarkKind("mpi4py", "the mpi4py kernel", "the mpi4py kernel shipped with autotune",
-                  partner="imb",
-                  options=frozenset({"python"}), make=_kernel, stored_prefix="mpi4py"),
+                  partner="imb", make=_kernel, stored_prefix="mpi4py",
+                  internal=frozenset({"python"})),
     BenchmarkKind("imb", "IMB-MPI1", "IMB-MPI1 (Intel MPI Benchmarks; IMB-NBC for a "
-                  "non-blocking collective)", partner="mpi4py",
-                  options=frozenset({"imb_dir", "imb_mem_gb", "imb_off_cache", "numactl"}),
-                  make=_imb, stored_prefix="IMB", where="--imb-dir DIR, or PATH"),
+                  "non-blocking collective)", partner="mpi4py", make=_imb, stored_prefix="IMB",
+                  cli_options=(
+                      IMB_DIR,
+                      OptionSpec("--imb-mem", "IMB -mem: memory per process in GB", kind="float",
+                                 metavar="GB", low=0, open_low=True, field="imb_mem_gb"),
+                      OptionSpec("--imb-off-cache", "IMB -off_cache CACHE_SIZE[,CACHE_LINE_SIZE] "
+                                 "(e.g. -1: IMB's default cache size)", metavar="SPEC"),
+                      OptionSpec("--numactl", "run IMB under `numactl -l` (memory on the rank's "
+                                 "local NUMA node)", kind="flag", default=False)),
+                  locates="imb_dir", where="--imb-dir DIR, or PATH"),
 )}
 BENCHMARKS = tuple(REGISTRY)
 DEFAULT_BENCHMARK = BENCHMARKS[0]
-OPTION_FLAGS = {"imb_dir": "--imb-dir", "imb_mem_gb": "--imb-mem",
-                "imb_off_cache": "--imb-off-cache", "numactl": "--numactl", "python": "--python"}
+OPTION_FLAGS = {spec.name: spec.flag for kind in REGISTRY.values() for spec in kind.cli_options}
 
 
 def benchmark_help() -> str:
@@ -101,3 +123,16 @@ def make_benchmark(name: str, *, collective: str | None = None, **options: Any) 
                          f"--benchmark {' or '.join(owners)}, not of --benchmark {name}")
     return kind.make(collective=collective, **{k: v for k, v in options.items()
                                                if k in kind.options})
+
+
+def configured_benchmark(name: str, values: object, *, collective: str | None = None) -> Benchmark:
+    """The benchmark `name` made with what `values` (StartOptions) holds for the options every
+    benchmark declares: another benchmark's option set is an InputError, except where that one
+    is installed (--imb-dir with the kernel: the independent check's IMB)."""
+    given: dict[str, Any] = {}
+    for kind in REGISTRY.values():
+        for spec in kind.cli_options:
+            value = getattr(values, spec.name, None)
+            if value and (kind.name == name or spec.name != kind.locates):
+                given[spec.name] = value
+    return make_benchmark(name, collective=collective, **given)

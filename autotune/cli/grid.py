@@ -8,10 +8,12 @@ from pathlib import Path
 
 import click
 
-from ..benchmarks import BENCHMARKS, COLLECTIVES, DEFAULT_BENCHMARK
+from ..benchmarks import BENCHMARKS, COLLECTIVES, DEFAULT_BENCHMARK, IMB_DIR
+from ..launch import BACKENDS
 from ..strategy import STRATEGIES
 from . import render
-from .options import launcher_option, name_value, positive_float, sizes_option
+from .options import (declared_option, declared_options, launcher_option, name_value,
+                      positive_float, sizes_option)
 
 
 @click.group()
@@ -35,13 +37,13 @@ def grid() -> None:
                    "default seconds before it); 0: once per pass")
 @click.option("--benchmark", type=click.Choice(BENCHMARKS), default=DEFAULT_BENCHMARK,
               show_default=True)
-@click.option("--imb-dir", metavar="DIR", default=None)
+@declared_option(IMB_DIR)
 @click.option("--time-per-size", type=float, default=0.02, show_default=True,
               callback=positive_float)
 @click.option("--seed", type=int, default=0, show_default=True,
               help="the order of each pass (the same seed resumes in the same order)")
 @launcher_option()
-@click.option("--hostfile", type=click.Path(dir_okay=False), default=None)
+@declared_options(BACKENDS["hostfile"].cli_options)
 @click.option("--launcher-mca", multiple=True, metavar="NAME=VALUE")
 @click.option("--oversubscribe", is_flag=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,

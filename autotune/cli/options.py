@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from ..errors import InputError
+from ..optionspec import OptionSpec
 from ..units import parse_size_range
 
 
@@ -113,3 +114,53 @@ def open_study(storage_url: str | None, study_name: str | None):
 
     storage = open_storage(storage_url, create=False)  # a reader never creates storage
     return load_existing_study(storage, study_name, storage_url)
+
+
+def _finite(_ctx: Any, _param: Any, value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"must be a finite number, got {value}")
+    return value
+
+
+def declared_option(spec: OptionSpec) -> Callable[[Any], Any]:
+    """The click option a registry entry declares (optionspec.OptionSpec)."""
+    kwargs: dict[str, Any] = {"help": spec.help, "default": spec.default,
+                              "show_default": spec.show_default}
+    if spec.kind == "flag":
+        kwargs.update(is_flag=True, default=bool(spec.default))
+    else:
+        kwargs["metavar"] = spec.metavar
+    bounds = {"min": spec.low, "max": spec.high, "min_open": spec.open_low,
+              "max_open": spec.open_high}
+    if spec.kind == "int":
+        kwargs["type"] = click.IntRange(**bounds)
+    elif spec.kind == "float":
+        kwargs.update(type=click.FloatRange(**bounds), callback=_finite)
+    elif spec.kind == "file":
+        kwargs["type"] = click.Path(dir_okay=False)
+    return click.option(spec.flag, spec.name, **kwargs)
+
+
+def declared_options(specs: Iterable[OptionSpec]) -> Callable[[Any], Any]:
+    """Every option of `specs`, in their order."""
+    def decorate(command: Any) -> Any:
+        for spec in reversed(list(specs)):
+            command = declared_option(spec)(command)
+        return command
+    return decorate
+
+
+def registry_options() -> tuple[OptionSpec, ...]:
+    """What the registries' entries declare for `start`: benchmarks, strategies, launchers (each
+    flag once), so that an entry's options live with the entry."""
+    from ..benchmarks import REGISTRY as BENCHMARKS
+    from ..launch import BACKENDS
+    from ..strategy import REGISTRY as STRATEGIES
+
+    found: dict[str, OptionSpec] = {}
+    for specs in ([k.cli_options for k in BENCHMARKS.values()]
+                  + [s.cli_options for s in STRATEGIES.values()]
+                  + [b.cli_options for b in BACKENDS.values()]):
+        for spec in specs:
+            found.setdefault(spec.flag, spec)
+    return tuple(found.values())

@@ -16,6 +16,7 @@ from ..strategy import DEFAULT_STRATEGY, STRATEGIES, strategy_help
 from . import render
 from .models import BackgroundStart, Message, StatusReport
 from .options import (
+    declared_options,
     duration_option,
     format_option,
     launch_with_option,
@@ -23,6 +24,7 @@ from .options import (
     name_value,
     open_study,
     positive_float,
+    registry_options,
     sizes_option,
     storage_option,
     study_option,
@@ -58,15 +60,6 @@ from .options import (
               help=f"how configurations are proposed: {strategy_help()}; docs/strategies.md")
 @click.option("--benchmark", type=click.Choice(BENCHMARKS), default=DEFAULT_BENCHMARK,
               show_default=True, help=f"what times the collective: {benchmark_help()}")
-@click.option("--imb-dir", metavar="DIR", default=None,
-              help="directory holding IMB-MPI1  [default: found on PATH]")
-@click.option("--imb-mem", "imb_mem_gb", type=float, default=None, metavar="GB",
-              callback=positive_float, help="IMB -mem: memory per process in GB")
-@click.option("--imb-off-cache", metavar="SPEC", default=None,
-              help="IMB -off_cache CACHE_SIZE[,CACHE_LINE_SIZE] (e.g. -1: IMB's default cache "
-                   "size)")
-@click.option("--numactl", is_flag=True,
-              help="run the benchmark under `numactl -l` (memory on the rank's local NUMA node)")
 @click.option("--repetitions", type=click.IntRange(min=3), default=5, show_default=True,
               help="launches per size; the min and max are dropped (trimmed mean)")
 @click.option("--stages", type=click.IntRange(min=1), default=2, show_default=True,
@@ -81,11 +74,6 @@ from .options import (
 @click.option("--prune/--no-prune", default=True, show_default=True,
               help="stop losing configurations early (screen: when the model's optimistic estimate "
                    "cannot beat the best by 1%; tpe: Wilcoxon test against the best trial)")
-@click.option("--prune-after", type=click.IntRange(min=2), default=4, show_default=True,
-              help="tpe: launches a trial gets before it may be pruned (at p<0.1 the exact "
-                   "test needs 4)")
-@click.option("--p-threshold", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.1, show_default=True, help="tpe: p-value below which a trial is pruned")
 @click.option("--oversubscribe", is_flag=True, help="allow more ranks than cores (timings suffer)")
 @click.option("--seed", type=int, default=None, help="seed of the sampler and of the size orders")
 @click.option("--foreground", is_flag=True,
@@ -114,18 +102,10 @@ from .options import (
               help="how ranks are placed: auto = the Ray cluster of --ray-address, else "
                    "--hostfile, else the Slurm allocation, else the Ray cluster of RAY_ADDRESS, "
                    "else this machine")
-@click.option("--hostfile", type=click.Path(dir_okay=False), default=None,
-              help="Open MPI hostfile of the nodes to use (the first --nodes of them)")
 @launch_with_option()
 @click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
               help="trials at once, each on its own --nodes hosts (concurrent trials share the "
                    "network and disturb each other: keep 1 unless the allocation is large)")
-@click.option("--ray-address", default=None, metavar="HOST:PORT",
-              help="Ray cluster to run trials on (default: RAY_ADDRESS)")
-@click.option("--ray-resource", default="mpi_node", show_default=True,
-              help="custom Ray resource that marks the MPI nodes")
-@click.option("--ray-head-grace", type=click.FloatRange(min=1), default=30.0, show_default=True,
-              help="seconds the Ray head may be unreachable before the run stops (study kept)")
 @click.option("--launcher-mca", multiple=True, metavar="NAME=VALUE",
               help="site setting passed to mpirun for every launch, e.g. oob_tcp_if_include=ib0 "
                    "(repeatable; not tuned, not exported)")
@@ -149,6 +129,7 @@ from .options import (
                    "single configuration (--confirm 0 skips it too)")
 @click.option("--per-size-rounds", type=click.IntRange(min=2), default=6, show_default=True,
               help="interleaved rounds of every algorithm at every size for the per-size rules")
+@declared_options(registry_options())
 @study_option
 @storage_option
 def start(trials: int, foreground: bool, launcher_mca: tuple[str, ...], **fields) -> None:

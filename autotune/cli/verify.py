@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import click
 
-from ..benchmarks import BENCHMARKS, REGISTRY
+from ..benchmarks import BENCHMARKS, IMB_DIR, REGISTRY
+from ..launch import BACKENDS
 from . import render
 from .models import Message, VerifyReport
-from .options import (format_option, launcher_option, name_value, open_study, storage_option,
-                      study_option)
+from .options import (declared_option, declared_options, format_option, launcher_option,
+                      name_value, open_study, storage_option, study_option)
 
 
 @click.command()
@@ -18,13 +19,13 @@ from .options import (format_option, launcher_option, name_value, open_study, st
                    + "; ".join(f"{REGISTRY[k.partner].label} after {k.label}"
                                for k in REGISTRY.values())
                    + " (its own again, said so, when the partner is not found)]")
-@click.option("--imb-dir", metavar="DIR", default=None,
-              help="directory holding IMB-MPI1  [default: PATH]")
+@declared_option(IMB_DIR)
 @click.option("--rounds", type=click.IntRange(min=2), default=20, show_default=True,
-              help="interleaved rounds (default and best, in random order, on the same nodes)")
+              help="interleaved rounds (per size block the default, then the best, on the same "
+                   "nodes)")
 @click.option("--seed", type=int, default=None, help="seed of the order within rounds")
 @launcher_option(help="as for `autotune start`: use the same")
-@click.option("--hostfile", type=click.Path(dir_okay=False), default=None)
+@declared_options(BACKENDS["hostfile"].cli_options)
 @click.option("--launcher-mca", multiple=True, metavar="NAME=VALUE",
               help="site MCA settings, as given to `autotune start`")
 @click.option("--oversubscribe", is_flag=True)

@@ -2,8 +2,7 @@
 in interleaved rounds, and claim one only if it is faster beyond doubt.
 
 The rounds are the endgame's one engine (rounds.py): in each round and size block, one default
-launch and every open candidate, in a random order, each candidate paired with that default
-launch: a round's score is then free of the machine's level shifts (they last minutes), and the
+launch, then every open candidate in a random order, each paired with that default launch: a round's score is then free of the machine's level shifts (they last minutes), and the
 default costs one launch per round, not one per candidate. Its failure policy is the engine's.
 Why the claim holds at its stated level:
 - the interval of a candidate's mean round score is Student's t, not a percentile bootstrap (over

@@ -24,11 +24,12 @@ class BenchmarkChoice:
     note: str = ""  # what the user should know about the choice
 
 
-def _found(name: str, imb_dir: str | None, collective: str | None) -> Benchmark | None:
-    """The benchmark `name`, checked usable here (IMB from `imb_dir`, else PATH); None when it is
-    not there, unless its location was given (a wrong folder is an error, not a fallback)."""
-    given = imb_dir if "imb_dir" in BENCHMARK_KINDS[name].options else None
-    bench = make_benchmark(name, imb_dir=given, collective=collective)
+def _found(name: str, located: object, collective: str | None) -> Benchmark | None:
+    """The benchmark `name`, checked usable here (from where `located` says it is installed,
+    e.g. --imb-dir, else PATH); None when it is not there, unless its location was given (a
+    wrong folder is an error, not a fallback)."""
+    given = BENCHMARK_KINDS[name].location(located)
+    bench = make_benchmark(name, collective=collective, **given)
     try:
         bench.check()
     except EnvironmentProblem:
@@ -38,32 +39,34 @@ def _found(name: str, imb_dir: str | None, collective: str | None) -> Benchmark 
     return bench
 
 
-def choose_benchmark(search: str, requested: str | None = None, imb_dir: str | None = None,
+def missing_partner(search: str) -> str:
+    """`IMB-MPI1 not found (--imb-dir DIR, or PATH)`: the search benchmark's partner, missing."""
+    missing = BENCHMARK_KINDS[BENCHMARK_KINDS[search].partner]
+    return f"{missing.label} not found" + (f" ({missing.where})" if missing.where else "")
+
+
+def choose_benchmark(search: str, requested: str | None = None, located: object = None,
                      *, allow_same: bool = True,
                      collective: str | None = None) -> BenchmarkChoice | None:
     """The benchmark of the check: `requested`, else the search benchmark's verification partner
-    (the registry's; IMB via `imb_dir` or PATH). Without the partner a study is checked with its
-    own benchmark again (not independent, said in the note) when `allow_same`, else there is no
-    check (None)."""
+    (the registry's; where `located` (options with e.g. imb_dir) says, else PATH). Without the
+    partner a study is checked with its own benchmark again (not independent, said in the note)
+    when `allow_same`, else there is no check (None)."""
     if requested:
-        takes_dir = "imb_dir" in BENCHMARK_KINDS[requested].options
-        bench = make_benchmark(requested, imb_dir=imb_dir if takes_dir else None,
-                               collective=collective)
+        bench = make_benchmark(requested, collective=collective,
+                               **BENCHMARK_KINDS[requested].location(located))
         bench.check()
         same = requested == search
         note = (f"the search used {bench.describe()} too: this check is not independent"
                 if same else "")
         return BenchmarkChoice(bench, not same, note)
-    partner = BENCHMARK_KINDS[search].partner
-    found = _found(partner, imb_dir, collective)
+    found = _found(BENCHMARK_KINDS[search].partner, located, collective)
     if found is not None:
         return BenchmarkChoice(found, True)
     if not allow_same:
         return None
     own = make_benchmark(search, collective=collective)
-    missing = BENCHMARK_KINDS[partner]
-    where = f" ({missing.where})" if missing.where else ""
     return BenchmarkChoice(own, False,
-                           f"{missing.label} not found{where}: checked with "
+                           f"{missing_partner(search)}: checked with "
                            f"{BENCHMARK_KINDS[search].label}, the search's own benchmark, so the "
                            "check is not independent")

@@ -1,10 +1,12 @@
 """Interleaved rounds of arms: the one engine of the confirmation, `autotune verify` and the
 per-size stage.
 
-A round measures every open arm once per size block, in a random order drawn for each block, so
-the machine's level shifts (they last minutes) fall on every arm alike and no arm always runs
-first. Two arms' launches of the same block and round are a pair: their log-ratio per size, the
-weighted mean over the sizes, is a round score free of the machine's level.
+A round measures every open arm once per size block: the reference (the untuned stack) first,
+then the others in a random order drawn for each block, so the machine's level shifts (they last
+minutes) fall on every arm alike and each arm is paired with a reference launched seconds before
+it (as grids are recorded and replayed: a configuration with the default just before it). Two
+arms' launches of the same block and round are a pair: their log-ratio per size, the weighted
+mean over the sizes, is a round score free of the machine's level.
 
 One failure policy, whatever the rounds are for:
 - a stop request (`interrupted`) passes through at once;
@@ -98,13 +100,15 @@ class RoundsEngine:
         return deadline is None or time.time() + self.seconds_per_arm * arms <= deadline
 
     def round(self, index: int, arms: Sequence[Arm]) -> None:
-        """Round `index`: per size block, every open arm once in a random order."""
+        """Round `index`: per size block, the reference, then every other open arm once in a
+        random order."""
         t0 = time.perf_counter()
         for block_index, block in enumerate(self.blocks):
-            order = [a for a in arms if a.open]
-            if not any(not a.is_default for a in order):
+            others = [a for a in arms if a.open and not a.is_default]
+            if not others:
                 break  # nothing left to compare with the reference
-            self.rng.shuffle(order)
+            self.rng.shuffle(others)
+            order = [a for a in arms if a.open and a.is_default] + others
             planned = PlannedLaunch(index=-1, block=block_index, rep=index, sizes=block)
             self._block(index, order, planned)
             if self.stopped:

@@ -6,8 +6,8 @@ claim that only that benchmark, or that luck, sees must not reach the export unc
 12: a "1.342x (1.011x..1.726x)" claim measured 0.83x with IMB). What is measured is what the
 export deploys: the best configuration's settings, or, where per-size rules were adopted, the
 rules file `export --format ompi-rules` writes with the configuration's other settings. The
-rounds are the endgame's engine (rounds.py): the default and the best in random order, size block
-by size block as the study's plan does; per size the log-ratio of t_max, per round the weighted
+rounds are the endgame's engine (rounds.py): the default, then the best, size block by size
+block as the study's plan does; per size the log-ratio of t_max, per round the weighted
 score; Student-t intervals over the rounds.
 """
 

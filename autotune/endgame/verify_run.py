@@ -52,7 +52,7 @@ def run_verify(request: VerifyRequest, *, on_start: Callable[[str], None] | None
         raise NothingToVerify(NOTHING_TO_VERIFY)
     # IMB from --imb-dir or PATH, never from a path stored in the study: a shared storage is
     # written by others, and this command would run what it names
-    choice = choose_benchmark(search_benchmark(config), request.benchmark, request.imb_dir,
+    choice = choose_benchmark(search_benchmark(config), request.benchmark, located=request,
                               collective=config.collective)
     assert choice is not None
     lock = StudyLock.of(request.storage_url, study.study_name)

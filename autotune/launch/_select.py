@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..errors import EnvironmentProblem, InputError
+from ..optionspec import OptionSpec
 from ..probe import usable_cores
 from ._groups import NodePool, StaticPool, SubsetLauncher
 from ._hostlist import HostListLauncher
@@ -64,10 +65,11 @@ class Backend:
     fallback: str = ""  # why auto picks it when nothing else is found
     ppn_from_here: bool = False  # this machine is one of the nodes: its cores are the --ppn
     methods: tuple[str, ...] = ("mpirun",)  # --launch-with values it accepts
+    cli_options: tuple[OptionSpec, ...] = ()  # start's options of its own (`option` among them)
 
     @property
     def flag(self) -> str:
-        return "--" + self.option.replace("_", "-")
+        return next(s.flag for s in self.cli_options if s.name == self.option)
 
 
 def _mpirun(options: LaunchOptions, family: str) -> tuple[str, str]:
@@ -116,12 +118,22 @@ def _ray_pool(options: LaunchOptions, why: str) -> tuple[NodePool, str]:
 
 # In precedence order: where two environment variables are set, the first backend wins (inside a
 # Slurm job the allocation is what counts, even with RAY_ADDRESS exported).
+RAY_OPTIONS = (
+    OptionSpec("--ray-address", "Ray cluster to run trials on (default: RAY_ADDRESS)",
+               metavar="HOST:PORT"),
+    OptionSpec("--ray-resource", "custom Ray resource that marks the MPI nodes",
+               default="mpi_node", show_default=True),
+    OptionSpec("--ray-head-grace", "seconds the Ray head may be unreachable before the run stops "
+               "(study kept)", kind="float", default=30.0, low=1, show_default=True),
+)
+HOSTFILE = OptionSpec("--hostfile", "Open MPI hostfile of the nodes to use (the first --nodes of "
+                      "them)", kind="file")
 BACKENDS: dict[str, Backend] = {b.name: b for b in (
     Backend("slurm", _slurm_tool, launcher=_slurm, env="SLURM_JOB_NODELIST", ppn_from_here=True,
             methods=("mpirun", "srun")),
     Backend("ray", lambda options, family: None, pool=_ray_pool, option="ray_address",
-            env="RAY_ADDRESS"),
-    Backend("hostfile", _mpirun, launcher=_hostfile, option="hostfile"),
+            env="RAY_ADDRESS", cli_options=RAY_OPTIONS),
+    Backend("hostfile", _mpirun, launcher=_hostfile, option="hostfile", cli_options=(HOSTFILE,)),
     Backend("local", _local_tool, launcher=_local, fallback="no allocation found",
             ppn_from_here=True),
 )}

@@ -24,13 +24,16 @@ __all__ = ["DEFAULT_STRATEGY", "REGISTRY", "STRATEGIES", "GridStrategy", "Random
 
 
 def make_strategy(name: str, *, seed: int | None = None, prune: bool = True,
-                  prune_after: int = 4, p_threshold: float = 0.1) -> Strategy:
+                  options: object = None) -> Strategy:
+    """The strategy `name`, made with --prune and the values `options` (StartOptions, or
+    anything with those fields; None: their defaults) holds for the options it declares."""
     from ..errors import InputError
+    from ..optionspec import values_of
 
     if name not in REGISTRY:
         raise InputError(f"unknown strategy {name!r} (choose from {', '.join(REGISTRY)})")
-    return REGISTRY[name].from_options(seed, prune=prune, prune_after=prune_after,
-                                       p_threshold=p_threshold)
+    cls = REGISTRY[name]
+    return cls.from_options(seed, prune=prune, **values_of(cls.cli_options, options))
 
 
 def strategy_help() -> str:

@@ -16,12 +16,13 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from .. import objective
+from ..optionspec import OptionSpec
 from ..storage import TrialRecord
 
 if TYPE_CHECKING:
@@ -73,14 +74,19 @@ class SearchSetup:
 class Strategy(ABC):
     name: str = ""
     summary: str = ""  # one phrase for `start --strategy`'s help
+    cli_options: ClassVar[tuple[OptionSpec, ...]] = ()  # start's options of its own
     launch_order: str = "blocks"  # "blocks": block by block; "rounds": one launch of each in turn
     baseline_every: int | None = None  # candidate launches per default launch (None: --baseline-every)
 
     @classmethod
-    def from_options(cls, seed: int | None, *, prune: bool = True, prune_after: int = 4,
-                     p_threshold: float = 0.1) -> Strategy:
-        """Made from `start`'s options; a strategy uses the pruning options it has a use for."""
+    def from_options(cls, seed: int | None, *, prune: bool = True, **declared: Any) -> Strategy:
+        """Made from `start`'s options: --prune, and the values of the options it declares
+        (`cli_options`), by field name."""
         return cls(seed)
+
+    def notes(self, launches_per_trial: int) -> list[str]:
+        """What a user should know before the study about how it will prune (one line each)."""
+        return []
 
     @abstractmethod
     def sampler(self, fixed: Mapping[str, Any] | None = None) -> optuna.samplers.BaseSampler:

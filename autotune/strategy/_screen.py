@@ -69,8 +69,8 @@ class ScreenStrategy(Strategy):
     baseline_every = 3
 
     @classmethod
-    def from_options(cls, seed: int | None, *, prune: bool = True, prune_after: int = 4,
-                     p_threshold: float = 0.1) -> ScreenStrategy:
+    def from_options(cls, seed: int | None, *, prune: bool = True,
+                     **declared: Any) -> ScreenStrategy:
         return cls(seed, race=prune)
 
     def __init__(self, seed: int | None = None, *, race: bool = True, default_rounds: int = 2,

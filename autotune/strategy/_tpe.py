@@ -7,6 +7,7 @@ from typing import Any
 
 import optuna
 
+from ..optionspec import OptionSpec
 from ._base import Strategy
 
 
@@ -23,11 +24,32 @@ class TpeStrategy(Strategy):
 
     name = "tpe"
     summary = "Optuna's TPE, Wilcoxon pruning"
+    cli_options = (
+        OptionSpec("--prune-after", "tpe: launches a trial gets before it may be pruned (at "
+                   "p<0.1 the exact test needs 4)", kind="int", default=4, low=2,
+                   show_default=True),
+        OptionSpec("--p-threshold", "tpe: p-value below which a trial is pruned", kind="float",
+                   default=0.1, low=0, high=1, open_low=True, open_high=True,
+                   show_default=True),
+    )
 
     @classmethod
     def from_options(cls, seed: int | None, *, prune: bool = True, prune_after: int = 4,
-                     p_threshold: float = 0.1) -> TpeStrategy:
+                     p_threshold: float = 0.1, **_: Any) -> TpeStrategy:
         return cls(seed, prune=prune, prune_after=prune_after, p_threshold=p_threshold)
+
+    def notes(self, launches_per_trial: int) -> list[str]:
+        """The Wilcoxon test cannot prune with too few launches for its p-value or its wait."""
+        if not self.prune:
+            return []
+        if 0.5 ** min(launches_per_trial - 1, 30) >= self.p_threshold:
+            return [f"pruning can never trigger: {launches_per_trial - 1} launches give at best "
+                    f"p={0.5 ** (launches_per_trial - 1):.3g} >= --p-threshold "
+                    f"{self.p_threshold}"]
+        if self.prune_after >= launches_per_trial:
+            return [f"pruning is off in effect: --prune-after {self.prune_after} >= the "
+                    f"{launches_per_trial} launches of a trial"]
+        return []
 
     def __init__(self, seed: int | None = None, *, prune: bool = True, prune_after: int = 4,
                  p_threshold: float = 0.1) -> None:

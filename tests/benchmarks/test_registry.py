@@ -17,7 +17,7 @@ def test_a_registered_benchmark_is_made_by_name_and_checked_by_its_partner(monke
 
     monkeypatch.setitem(REGISTRY, "other", BenchmarkKind(
         "other", "the other benchmark", "another benchmark", partner="mpi4py",
-        options=frozenset({"python"}), make=make, stored_prefix="Other"))
+        internal=frozenset({"python"}), make=make, stored_prefix="Other"))
     make_benchmark("other", python="/usr/bin/python3", collective="allreduce")
     assert made == [{"collective": "allreduce", "python": "/usr/bin/python3"}]
     assert kind_of_stored("Other 1.0 (/opt/other)") == "other"

@@ -48,14 +48,19 @@ def arm(name: str, default: bool = False) -> Arm:
     return Arm(name, LaunchSettings(env=(("ARM", name),)), {}, is_default=default)
 
 
-def test_every_open_arm_once_per_block_in_an_order_drawn_per_block():
+def test_every_open_arm_once_per_block_the_reference_first_the_others_in_random_order():
     script = Script({"ref": 1.0, "a": 0.8, "b": 1.1})
     ref, a, b = arm("ref", True), arm("a"), arm("b")
-    done = RoundsEngine(script, random.Random(3)).run([ref, a, b], 6)
+    done = RoundsEngine(script, random.Random(3)).run([a, ref, b], 6)
     assert done == 6 and len(script.launched) == 6 * 2 * 3
     orders = {tuple(n for r, k, n in script.launched if (r, k) == key)
               for key in {(r, k) for r, k, _ in script.launched}}
-    assert len(orders) > 1 and all(sorted(o) == ["a", "b", "ref"] for o in orders)
+    assert orders == {("ref", "a", "b"), ("ref", "b", "a")}
+
+    alone = Script({"x": 1.0, "y": 1.0})  # no reference (the stage's variants): all shuffled
+    RoundsEngine(alone, random.Random(3)).run([arm("x"), arm("y")], 8)
+    firsts = {alone.launched[i][2] for i in range(0, len(alone.launched), 2)}
+    assert firsts == {"x", "y"}  # either may run first in a block
     rounds, scores = round_scores(a, ref, WEIGHTS)
     assert rounds == list(range(6)) and scores == pytest.approx([math.log(0.8)] * 6)
     assert per_size_ratios(b, ref, PLAN.sizes)[1024] == pytest.approx([math.log(1.1)] * 6)
