@@ -1,7 +1,8 @@
 """`autotune report`: a self-contained HTML page with PNG figures of one study.
 
-`_data` computes every figure's data from the study (tested), `_figures` draws it (matplotlib,
-Agg), `_html` lays out the page; `write_report` writes the PNGs and the page into one directory.
+`_data` (with `_sizes`) computes every figure's data (`_model`) from the study (tested),
+`_figures` draws it (matplotlib, Agg), `_html` lays out the page; `write_report` writes the PNGs
+and the page into one directory.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._cost import CostData, SecondsData, SecondsPart, cost_data, node_duration, seconds_data
-from ._data import (CandidateRow, HistoryData, HockneyData, ImportanceData, KnobValues,
-                    OverlapData, OverlapSide, ReportData, SizeSpeedup, SpeedupData, StudyFacts,
-                    TrialPoint, Verdict, build, study_overlap)
+from ._data import build
+from ._model import (CandidateRow, HistoryData, HockneyData, ImportanceData, KnobValues,
+                     OverlapData, OverlapSide, ReportData, SizeSpeedup, SpeedupData, StudyFacts,
+                     TrialPoint, Verdict)
+from ._sizes import study_overlap
 from ._space import Count, StudySpace, count_full_grid, count_staged, rebuild_space
-from ._html import CSS, html_escape, html_figure, html_table
+from ._markup import CSS, html_escape, html_figure, html_table
 
 if TYPE_CHECKING:
     import optuna

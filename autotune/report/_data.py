@@ -1,217 +1,33 @@
-"""The data behind every figure and table of the report, computed from a study without drawing
-anything, so that tests check numbers, not pixels. Every class is a frozen dataclass; `build`
-reads the study once and fills them."""
+"""Building the report's data (`_model`) from a study: `build` reads the study once; the facts,
+the verdict, the candidates, the history and the knob importance are made here, the per-size
+data in `_sizes`."""
 
 from __future__ import annotations
 
 import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import optuna
 
 from .. import objective
-from ..analysis import (HockneyFit, OverlapRow, effective_bytes, fit_hockney, overlap_rows,
-                        volume_formula)
-from ..benchmarks import is_nonblocking
 from ..claims import interval_text, trust_lines
 from ..errors import InputError
 from ..stats import mean_interval
-from ..storage import (RESOLUTION_ATTR, BaselineLaunch, StoredConfirmation, StoredRules,
-                       StudyConfig, TrialRecord, load_baselines, stored_config,
-                       stored_confirmation, stored_rules, trial_records)
-from ..units import format_size
-from ._cost import CostData, SecondsData, cost_data, seconds_data
-from ._curves import (CONFIDENCE, CliffRow, ConfigCurve, baseline_launches, cliffs_of,
-                      config_curve, launches_by_size, protocol_knobs)
+from ..storage import (RESOLUTION_ATTR, BaselineLaunch, StoredConfirmation, StudyConfig,
+                       TrialRecord, load_baselines, stored_config, stored_confirmation,
+                       trial_records)
+from ._cost import cost_data, seconds_data
+from ._curves import CONFIDENCE, cliffs_of
+from ._model import (MAX_CANDIDATES, CandidateRow, DriftPoint, HistoryData, ImportanceData,
+                     KnobValues, ReportData, SizeSpeedup, SpeedupData, StudyFacts, TrialPoint,
+                     Verdict)
+from ._sizes import (comparison_curves, hockney_data, overlap_data, rules_of_best,
+                     speedup_subject, t_ovrl_curves)
 
 if TYPE_CHECKING:
     from ..export import BestConfig
-
-MAX_CANDIDATES = 3  # next candidates listed beside the best
-MAX_CURVES = 3  # configurations drawn beside the default: the best and the next two
-
-
-@dataclass(frozen=True)
-class StudyFacts:
-    """What was tuned, where, with what: the page's first lines."""
-
-    study: str
-    collective: str
-    nodes: int
-    ppn: int
-    sizes: tuple[int, ...]
-    repetitions: int
-    benchmark: str
-    space: str
-    weights_source: str
-    mpi: str
-    ucx: str
-    host: str
-    cpu: str
-    trials: int
-    complete: int
-    pruned: int
-    failed: int  # launched and failed
-    generated: str
-    skipped: int = 0  # failed unlaunched: a proposal that repeated a measured configuration
-
-    @property
-    def nprocs(self) -> int:
-        return self.nodes * self.ppn
-
-
-@dataclass(frozen=True)
-class CandidateRow:
-    """A configuration re-measured in the confirmation (or, without one, a top search trial)."""
-
-    trial: int
-    changes: str  # its knobs that differ from the default
-    search_speedup: float | None
-    speedup: float | None  # confirmed speedup (None: not confirmed)
-    low: float | None
-    high: float | None
-    verdict: str
-    rounds: int
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """Which configuration won, by how much, how sure, and at which sizes."""
-
-    headline: str
-    winner: int | None  # trial to deploy; None: keep the untuned stack
-    confirmed: bool
-    speedup: float | None
-    low: float | None
-    high: float | None
-    interval: str  # `95% CI 1.03x..1.18x, simultaneous over 6`, '' when none
-    faster_sizes: tuple[int, ...]
-    slower_sizes: tuple[int, ...]
-    unclear_sizes: tuple[int, ...]
-    settings: tuple[tuple[str, str, str], ...]  # (kind env/mca/mpirun, name, value)
-    trust: tuple[str, ...]
-    candidates: tuple[CandidateRow, ...]
-    confirmation_note: str
-
-
-@dataclass(frozen=True)
-class SizeSpeedup:
-    size: int
-    weight: float  # normalised weight of the size in the score
-    speedup: float  # exp(-mean paired log-ratio) over the launches
-    low: float
-    high: float
-    launches: int
-    contribution: float  # weight x log-gain / sum of weights: the size's share of ln(speedup)
-
-
-@dataclass(frozen=True)
-class SpeedupData:
-    """Per-size speedup of one configuration over the paired default launches."""
-
-    trial: int
-    label: str
-    confirmed: bool
-    sizes: tuple[SizeSpeedup, ...]
-    weighted: float  # exp(sum of contributions): the trial's own weighted speedup (mean-based)
-    verified_label: str = ""  # the independent check's per-size figure, when it checked this one
-    verified: tuple[tuple[int, float, float, float], ...] = ()  # size, speedup, low, high
-
-
-@dataclass(frozen=True)
-class TrialPoint:
-    trial: int
-    state: str
-    is_default: bool
-    speedup: float | None  # COMPLETE: speedup; PRUNED: over the sizes it measured
-    skipped: bool  # failed unlaunched: it repeated a measured or refused configuration
-    best_so_far: float | None  # best complete speedup up to and including this trial
-    minutes: float | None  # since the study's first trial started
-    bench_seconds: float
-
-
-@dataclass(frozen=True)
-class DriftPoint:
-    minutes: float
-    ratio: float  # the default's time / the run's first default launch (weighted): >1 slower
-    block: int
-
-
-@dataclass(frozen=True)
-class HistoryData:
-    points: tuple[TrialPoint, ...]
-    drift: tuple[DriftPoint, ...]
-
-
-@dataclass(frozen=True)
-class KnobValues:
-    knob: str
-    values: tuple[tuple[str, float, int], ...]  # value, best complete speedup, complete trials
-
-
-@dataclass(frozen=True)
-class ImportanceData:
-    evaluator: str
-    importances: tuple[tuple[str, float], ...]  # knob, share (sums to 1)
-    note: str  # why some or all knobs are missing
-    per_knob: tuple[KnobValues, ...]
-
-
-@dataclass(frozen=True)
-class HockneyData:
-    collective: str
-    nprocs: int
-    volume: str  # effective bytes formula, e.g. 2M
-    volume_factor: float  # effective bytes / M on this communicator
-    fits: tuple[tuple[ConfigCurve, HockneyFit], ...]
-
-
-@dataclass(frozen=True)
-class OverlapSide:
-    """One configuration's overlap per size (trimmed means over its own launches)."""
-
-    trial: int
-    label: str
-    rows: tuple[OverlapRow, ...]
-
-    def row(self, size: int) -> OverlapRow | None:
-        return next((r for r in self.rows if r.size == size), None)
-
-
-@dataclass(frozen=True)
-class OverlapData:
-    """A non-blocking collective's IMB-NBC columns per size: the untuned default (its trial's
-    own launches) against the best (the confirmed or exported one; when that is the default,
-    the search's best other trial, unconfirmed)."""
-
-    objective: str
-    default: OverlapSide | None
-    best: OverlapSide | None
-
-    @property
-    def sizes(self) -> tuple[int, ...]:
-        sides = [s for s in (self.default, self.best) if s is not None]
-        return tuple(sorted({r.size for side in sides for r in side.rows}))
-
-
-@dataclass(frozen=True)
-class ReportData:
-    facts: StudyFacts
-    verdict: Verdict
-    curves: tuple[ConfigCurve, ...]
-    cliffs: tuple[CliffRow, ...]
-    speedup: SpeedupData | None
-    history: HistoryData
-    seconds: SecondsData
-    importance: ImportanceData
-    hockney: HockneyData
-    cost: CostData
-    rules: StoredRules | None = None  # per-size rules: a section only when a study holds them
-    overlap: OverlapData | None = None  # a non-blocking collective's overlap per size
-    objective: str = "latency"  # what the study scored per size (StudyConfig.objective)
 
 
 # ------------------------------------------------------------------ building
@@ -244,7 +60,7 @@ def build(study: optuna.Study, now: dt.datetime | None = None) -> ReportData:
         curves = comparison_curves(config, best, subject, records, baselines, confirmation, pml)
     history = history_data(records, baselines)
     seconds = seconds_data(records, baselines, confirmation, config,
-                           _rules_for(study, best.trial))
+                           rules_of_best(study, best.trial))
     return ReportData(
         facts=study_facts(study, config, records, now),
         verdict=verdict(best, confirmation, speedup, records, default),
@@ -252,7 +68,7 @@ def build(study: optuna.Study, now: dt.datetime | None = None) -> ReportData:
         history=history, seconds=seconds, importance=importance_data(study, records),
         hockney=hockney_data(curves, config.collective, nprocs),
         cost=cost_data(study, config, records, seconds, best),
-        rules=_rules_for(study, best.trial),
+        rules=rules_of_best(study, best.trial),
         overlap=overlap_data(config, best, records), objective=config.objective)
 
 
@@ -292,16 +108,6 @@ def changes(record: TrialRecord | None, default: TrialRecord | None) -> str:
     base = default.params if default else {}
     diff = [f"{k}={v}" for k, v in record.params.items() if base.get(k, object()) != v]
     return " ".join(diff) if diff else "(the default's values)"
-
-
-def speedup_subject(best: BestConfig, records: Sequence[TrialRecord]) -> int | None:
-    """The trial whose per-size gain is shown: the confirmed (or exported) best; when that is the
-    default, the search's best non-default trial, shown as unconfirmed."""
-    if not best.is_default:
-        return best.trial
-    complete = [r for r in records if r.state == "COMPLETE" and not r.is_default
-                and r.value is not None and r.raw_us]
-    return min(complete, key=lambda r: r.value).number if complete else None
 
 
 def speedup_data(record: TrialRecord, weights: Mapping[int, float], best: BestConfig,
@@ -418,104 +224,6 @@ def candidate_rows(confirmation: StoredConfirmation | None, by_number: Mapping[i
                  for r in top)
 
 
-def comparison_curves(config: StudyConfig, best: BestConfig, subject: int | None,
-                      records: Sequence[TrialRecord], baselines: Sequence[BaselineLaunch],
-                      confirmation: StoredConfirmation | None, pml: str) -> tuple[ConfigCurve, ...]:
-    """The untuned default, the best, and the next candidates. The default's curve is made of the
-    default launches paired with the best's own launches (same minutes, so the two curves compare
-    as the speedup figure does); without a best, of every default launch of the study."""
-    by_number = {r.number: r for r in records}
-    default = next((r for r in records if r.is_default and r.raw_us), None)
-    nprocs = config.nodes * config.ppn
-    paired = launches_by_size(by_number[subject].default_us) if subject is not None else {}
-    default_launches = paired or baseline_launches(baselines) or (
-        launches_by_size(default.raw_us) if default else {})
-    curves = []
-    if default_launches:
-        label = (f"untuned default (paired with trial {subject})" if paired
-                 else "untuned default")
-        curves.append(config_curve("default", None, label, default_launches,
-                                   config.collective, nprocs, protocol_knobs(default, pml)))
-    order: list[int] = []
-    if subject is not None:
-        order.append(subject)
-    if confirmation is not None:
-        order += [c.trial for c in confirmation.candidates]
-    order += [r.number for r in sorted((r for r in records if r.state == "COMPLETE"
-                                        and not r.is_default and r.value is not None
-                                        and r.value < 0),  # the search saw it faster
-                                       key=lambda r: r.value)]
-    shown: list[int] = []
-    for number in order:
-        record = by_number.get(number)
-        if (number in shown or record is None or record.is_default or not record.raw_us
-                or record.state != "COMPLETE" or len(shown) >= MAX_CURVES):
-            continue
-        shown.append(number)
-        role = "best" if number == subject else "candidate"
-        label = (f"best: trial {number}" if role == "best" and not best.is_default
-                 else f"{'search best' if role == 'best' else 'candidate'}: trial {number}")
-        curves.append(config_curve(role, number, label, launches_by_size(record.raw_us),
-                                   config.collective, nprocs, protocol_knobs(record, pml)))
-    return tuple(curves)
-
-
-def t_ovrl_curves(config: StudyConfig, best: BestConfig, subject: int | None,
-                  records: Sequence[TrialRecord], pml: str) -> tuple[ConfigCurve, ...]:
-    """An overlap study's curves: the t_ovrl of every launch of the default trial and of the
-    best (IMB-NBC's columns stored with each launch), each from its own trial's launches."""
-    by_number = {r.number: r for r in records}
-    default = next((r for r in records if r.is_default and r.state == "COMPLETE"), None)
-    nprocs = config.nodes * config.ppn
-    curves = []
-    for record, role in ((default, "default"), (by_number.get(subject) if subject is not None
-                                                else None, "best")):
-        if record is None or (role == "best" and record.is_default):
-            continue
-        launches = {s: [t.t_ovrl_us for t in v] for s, v in record.nbc_samples().items()}
-        if not launches:
-            continue
-        label = ("untuned default (its own trial)" if role == "default" else
-                 f"best: trial {record.number}" if not best.is_default
-                 else f"search best: trial {record.number}")
-        curves.append(config_curve(role, None if role == "default" else record.number, label,
-                                   launches, config.collective, nprocs,
-                                   protocol_knobs(record, pml)))
-    return tuple(curves)
-
-
-def overlap_data(config: StudyConfig, best: BestConfig,
-                 records: Sequence[TrialRecord]) -> OverlapData | None:
-    """IMB-NBC's columns per size, default against best (None: a blocking collective)."""
-    if not is_nonblocking(config.collective):
-        return None
-    default = next((r for r in records if r.is_default and r.state == "COMPLETE"), None)
-    subject = speedup_subject(best, records)
-    chosen = next((r for r in records if r.number == subject), None)
-
-    def side(record: TrialRecord | None, label: str) -> OverlapSide | None:
-        if record is None:
-            return None
-        rows = overlap_rows(record.nbc_samples())
-        return OverlapSide(record.number, label, rows) if rows else None
-
-    best_label = (f"best: trial {subject}" if not best.is_default
-                  else f"search best: trial {subject} (unconfirmed)")
-    return OverlapData(objective=config.objective,
-                       default=side(default, f"untuned default (trial "
-                                    f"{default.number if default else '?'})"),
-                       best=side(chosen, best_label) if chosen is not None
-                       and not chosen.is_default else None)
-
-
-def study_overlap(study: optuna.Study, best: BestConfig) -> OverlapData | None:
-    """overlap_data of a stored study (`autotune best`); None for a blocking collective."""
-    config = stored_config(study)
-    if config is None or not is_nonblocking(config.collective):
-        return None
-    return overlap_data(config, best, [r for r in trial_records(study) if r.state != "WAITING"])
-
-
 def history_data(records: Sequence[TrialRecord],
                  baselines: Sequence[BaselineLaunch]) -> HistoryData:
     """Value per trial in trial order, best so far, pruned trials apart; the default's drift."""
@@ -586,62 +294,3 @@ def importance_data(study: optuna.Study, records: Sequence[TrialRecord]) -> Impo
                     + ", ".join(left_out))
     return ImportanceData(evaluator=evaluator, importances=importances, note=note,
                           per_knob=tuple(per_knob))
-
-
-def hockney_data(curves: Sequence[ConfigCurve], collective: str, nprocs: int) -> HockneyData:
-    fits = []
-    for cc in curves:
-        if len(cc.curve.sizes) >= 3:
-            try:
-                fits.append((cc, fit_hockney(cc.curve, collective, nprocs)))
-            except InputError:  # no payload (barrier), or no size above 0 bytes: no line to fit
-                continue
-    factor = effective_bytes(collective, 1, nprocs)
-    return HockneyData(collective=collective, nprocs=nprocs, volume=volume_formula(collective),
-                       volume_factor=factor, fits=tuple(fits))
-
-
-def size_list(sizes: Sequence[int], all_sizes: Sequence[int]) -> str:
-    """`8 B, 1 KiB..64 KiB`: sizes that neighbour in the study's size list joined into ranges."""
-    if not sizes:
-        return "none"
-    order = {s: i for i, s in enumerate(sorted(all_sizes))}
-    ordered = sorted(sizes)
-    runs: list[list[int]] = [[ordered[0]]]
-    for size in ordered[1:]:
-        if size in order and runs[-1][-1] in order and order[size] == order[runs[-1][-1]] + 1:
-            runs[-1].append(size)
-        else:
-            runs.append([size])
-    return ", ".join(format_size(r[0]) if len(r) == 1 else
-                     f"{format_size(r[0])}..{format_size(r[-1])}" for r in runs)
-
-
-@dataclass(frozen=True)
-class VariantRatios:
-    """One algorithm's time per size over the best configuration's own algorithm's."""
-
-    label: str
-    sizes: tuple[int, ...]
-    ratios: tuple[float, ...]
-    incumbent: bool = False
-
-
-def per_size_ratios(rules: StoredRules) -> tuple[VariantRatios, ...]:
-    """The per-size stage's measurements, relative to the incumbent (below 1: faster there)."""
-    base = rules.variants[rules.incumbent].mean_us if rules.variants else {}
-    out = []
-    for i, variant in enumerate(rules.variants):
-        sizes = tuple(s for s in sorted(variant.mean_us) if base.get(s))
-        if variant.failed or not sizes:
-            continue
-        out.append(VariantRatios(variant.label, sizes,
-                                 tuple(variant.mean_us[s] / base[s] for s in sizes),
-                                 i == rules.incumbent))
-    return tuple(out)
-
-
-def _rules_for(study: optuna.Study, best_trial: int) -> StoredRules | None:
-    """The per-size rules measured with the best configuration shown (earlier ones are stale)."""
-    rules = stored_rules(study)
-    return rules if rules is not None and rules.trial == best_trial else None

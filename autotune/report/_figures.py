@@ -1,10 +1,9 @@
-"""The report's figures: one function per figure, each taking its data from `_data` and returning
-PNG bytes (matplotlib's Agg backend, no display). Nothing here computes a result the page states:
-the numbers come from `_data`, so tests check them there."""
+"""The report's figures: one function per figure, each taking its data (`_model`) and returning
+PNG bytes (matplotlib's Agg backend, no display; common parts in `_axes`). Nothing here computes a
+result the page states: the numbers come from `_data`, so tests check them there."""
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Sequence
 
@@ -16,128 +15,35 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
+from ..storage import StoredRules  # noqa: E402
 from ..units import format_size  # noqa: E402
+from ._axes import (DPI, FASTER, SLOWER, UNCLEAR, empty, launch_range,  # noqa: E402
+                    legend_below, per_size_log_log, png, ratio_axis, size_axis, style)
 from ._cost import CostData, SecondsData, node_duration  # noqa: E402
 from ._curves import CliffRow, ConfigCurve  # noqa: E402
-from ..storage import StoredRules  # noqa: E402
-from ._data import (HistoryData, HockneyData, ImportanceData, SpeedupData,  # noqa: E402
-                    per_size_ratios)
-
-DPI = 100
-ROLE_STYLE = {"default": {"color": "black", "marker": "o", "ls": "-"},
-              "best": {"color": "tab:blue", "marker": "s", "ls": "-"}}
-CANDIDATE_COLORS = ("tab:orange", "tab:purple", "tab:brown", "tab:olive")
-FASTER, SLOWER, UNCLEAR = "tab:green", "tab:red", "0.6"
-
-
-def _style(curves: Sequence[ConfigCurve]) -> list[dict]:
-    styles, n = [], 0
-    for cc in curves:
-        if cc.role in ROLE_STYLE:
-            styles.append(ROLE_STYLE[cc.role])
-        else:
-            styles.append({"color": CANDIDATE_COLORS[n % len(CANDIDATE_COLORS)], "marker": "^",
-                           "ls": "--"})
-            n += 1
-    return styles
-
-
-def _png(fig: Figure) -> bytes:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
-    return buffer.getvalue()
-
-
-def _short_size(size: float, _pos: object = None) -> str:
-    """Compact axis labels: 8, 1K, 64K, 1M (the axis title says bytes)."""
-    size = int(round(size))
-    for unit, factor in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if size >= factor and size % factor == 0:
-            return f"{size // factor}{unit}"
-    return str(size)
-
-
-def _size_axis(ax, sizes: Sequence[int]) -> None:  # noqa: ANN001
-    """Log2 x axis with a tick per measured size (every other one when crowded)."""
-    ax.set_xscale("log", base=2)
-    ticks = sorted(set(sizes))
-    step = max(1, math.ceil(len(ticks) / 12))
-    ax.xaxis.set_major_locator(FixedLocator(ticks[::step]))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_major_formatter(FuncFormatter(_short_size))
-    ax.set_xlabel("message size (bytes)")
-
-
-def _plain_log_y(ax) -> None:  # noqa: ANN001
-    """Log y axis labelled 1, 10, 100 rather than 10^0, 10^1 (read at a glance, units in label)."""
-    ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:,.10g}"))
-
-
-RATIO_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2, 3, 5, 7, 10, 20, 50, 100)
-
-
-def _ratio_axis(ax, low: float, high: float) -> None:  # noqa: ANN001
-    """Log y axis of ratios with readable ticks (0.5x, 1x, 2x ...) over [low, high]."""
-    ax.set_yscale("log")
-    ax.set_ylim(low, high)
-    ticks = [t for t in RATIO_TICKS if low <= t <= high]
-    if len(ticks) > 9:
-        ticks = [t for t in ticks if t in (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50,
-                                          100)] or ticks
-    ax.yaxis.set_major_locator(FixedLocator(ticks))
-    ax.yaxis.set_minor_locator(NullLocator())
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}x"))
-
-
-def _legend_below(ax, ncol: int = 2, handles: list | None = None) -> None:  # noqa: ANN001
-    """Legend under the axes: it never hides a curve."""
-    ax.legend(**({"handles": handles} if handles else {}), loc="upper center",
-              bbox_to_anchor=(0.5, -0.14), ncol=ncol, fontsize=9, frameon=False)
-
-
-def _per_size_log_log(ax, sizes: Sequence[int], ylabel: str,  # noqa: ANN001
-                      handles: list | None = None) -> None:
-    """The axes of a per-size log-log figure: sizes, plain log y, grid, legend below."""
-    _size_axis(ax, sizes)
-    _plain_log_y(ax)
-    ax.set_ylabel(ylabel)
-    ax.grid(True, which="both", alpha=0.3)
-    _legend_below(ax, handles=handles)
-
-
-def _empty(ax, text: str) -> None:  # noqa: ANN001
-    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, fontsize=11, color="0.3",
-            transform=ax.transAxes)
-    ax.set_xticks([])
-    ax.set_yticks([])
-
-
-def _launch_range(counts: Sequence[int]) -> str:
-    low, high = min(counts, default=0), max(counts, default=0)
-    return str(low) if low == high else f"{low}-{high}"
+from ._model import HistoryData, HockneyData, ImportanceData, SpeedupData  # noqa: E402
+from ._sizes import per_size_ratios  # noqa: E402
 
 
 def latency(curves: Sequence[ConfigCurve], collective: str) -> bytes:
     """Time per call vs size, log-log, mean over launches with its 95% band."""
     fig, ax = plt.subplots(figsize=(10, 5.6))
     all_sizes: list[int] = []
-    for cc, st in zip(curves, _style(curves)):
+    for cc, st in zip(curves, style(curves)):
         c = cc.curve
         all_sizes += c.sizes
         ax.plot(c.sizes, c.t_us, marker=st["marker"], ls=st["ls"], color=st["color"], ms=4,
-                lw=1.6, label=f"{cc.label} ({_launch_range(cc.launches)} launches per size)")
+                lw=1.6, label=f"{cc.label} ({launch_range(cc.launches)} launches per size)")
         if c.low_us and c.high_us:
             ax.fill_between(c.sizes, c.low_us, c.high_us, color=st["color"], alpha=0.15, lw=0)
     if not curves:
-        _empty(ax, "no measured curve")
+        empty(ax, "no measured curve")
     else:
-        _per_size_log_log(ax, all_sizes, "time per call (\u00b5s, max over ranks)")
+        per_size_log_log(ax, all_sizes, "time per call (\u00b5s, max over ranks)")
     ax.set_title(f"{collective} latency: geometric mean over launches, band = 95% CI")
-    return _png(fig)
+    return png(fig)
 
 
 def throughput(curves: Sequence[ConfigCurve], cliffs: Sequence[CliffRow], collective: str,
@@ -145,7 +51,7 @@ def throughput(curves: Sequence[ConfigCurve], cliffs: Sequence[CliffRow], collec
     """Effective MB/s vs size, log-log, cliffs flagged where the throughput falls."""
     fig, ax = plt.subplots(figsize=(10, 5.6))
     all_sizes: list[int] = []
-    styles = dict(zip((cc.label for cc in curves), _style(curves)))
+    styles = dict(zip((cc.label for cc in curves), style(curves)))
     for cc in curves:
         st = styles[cc.label]
         pts = [(s, v, lo, hi) for s, v, lo, hi in zip(cc.curve.sizes, cc.throughput,
@@ -173,11 +79,11 @@ def throughput(curves: Sequence[ConfigCurve], cliffs: Sequence[CliffRow], collec
         ax.text(c.after_bytes, c.throughput_after_mb_s * 0.8, f"-{c.drop:.0%}", color=st["color"],
                 fontsize=8, ha="center", va="top")
     if not all_sizes:
-        _empty(ax, "no throughput (no payload)")
+        empty(ax, "no throughput (no payload)")
     else:
-        _per_size_log_log(ax, all_sizes, f"throughput (MB/s of effective bytes, {volume})")
+        per_size_log_log(ax, all_sizes, f"throughput (MB/s of effective bytes, {volume})")
     ax.set_title(f"{collective} throughput = effective bytes / time; red arrows: protocol cliffs")
-    return _png(fig)
+    return png(fig)
 
 
 def speedup_by_size(data: SpeedupData | None) -> bytes:
@@ -186,9 +92,9 @@ def speedup_by_size(data: SpeedupData | None) -> bytes:
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7.4), sharex=True,
                                       gridspec_kw={"height_ratios": [3, 2]})
     if data is None or not data.sizes:
-        _empty(top, "no configuration besides the default completed: nothing to compare")
-        _empty(bottom, "")
-        return _png(fig)
+        empty(top, "no configuration besides the default completed: nothing to compare")
+        empty(bottom, "")
+        return png(fig)
     rows = data.sizes
     x = list(range(len(rows)))
     colors = [FASTER if r.low > 1 else SLOWER if r.high < 1 else UNCLEAR for r in rows]
@@ -211,7 +117,7 @@ def speedup_by_size(data: SpeedupData | None) -> bytes:
         top.legend(loc="best", fontsize=9)
     top.axhline(1.0, color="k", lw=1)
     lows = [max(r.low, 1e-3) for r in rows] + [r.speedup for r in rows]
-    _ratio_axis(top, min(lows + [1.0]) / 1.15, max([cap, 1.0]) * 1.1)
+    ratio_axis(top, min(lows + [1.0]) / 1.15, max([cap, 1.0]) * 1.1)
     top.set_ylabel("speedup over default (x, log)")
     top.grid(True, axis="y", which="both", alpha=0.3)
     top.set_title(f"{data.label}: speedup per size over the paired default, 95% CI")
@@ -232,7 +138,7 @@ def speedup_by_size(data: SpeedupData | None) -> bytes:
     bottom.set_xticklabels([format_size(r.size) for r in rows], rotation=45, ha="right")
     bottom.set_xlabel("message size")
     fig.tight_layout()
-    return _png(fig)
+    return png(fig)
 
 
 def history(data: HistoryData) -> bytes:
@@ -243,7 +149,7 @@ def history(data: HistoryData) -> bytes:
     pts = data.points
     valued = [p.speedup for p in pts if p.speedup]
     if not valued:
-        _empty(top, "no trial finished")
+        empty(top, "no trial finished")
     else:
         floor = min(valued) / 1.6
         groups = (("COMPLETE", "o", "tab:blue", "complete"), ("PRUNED", "x", "tab:orange",
@@ -273,7 +179,7 @@ def history(data: HistoryData) -> bytes:
             top.step([b[0] for b in best], [b[1] for b in best], where="post", color="tab:green",
                      lw=2, label="best so far")
         top.axhline(1.0, color="k", lw=0.8, ls=":")
-        _ratio_axis(top, floor / 1.2, max(valued + [1.0]) * 1.25)
+        ratio_axis(top, floor / 1.2, max(valued + [1.0]) * 1.25)
         top.set_xlabel("trial number")
         top.set_ylabel("speedup over default (log)")
         top.grid(True, which="both", alpha=0.3)
@@ -287,15 +193,15 @@ def history(data: HistoryData) -> bytes:
                         lw=1, label=f"size block {block + 1}")
         bottom.axhline(1.0, color="k", lw=0.8, ls=":")
         ratios = [d.ratio for d in data.drift]
-        _ratio_axis(bottom, min(ratios + [1.0]) / 1.15, max(ratios + [1.0]) * 1.15)
+        ratio_axis(bottom, min(ratios + [1.0]) / 1.15, max(ratios + [1.0]) * 1.15)
         bottom.set_xlabel("minutes since the study started")
         bottom.set_ylabel("default time / its first launch")
         bottom.grid(True, alpha=0.3)
         bottom.legend(loc="best", fontsize=8)
         bottom.set_title("drift of the untuned default over time (why every launch is paired)")
     else:
-        _empty(bottom, "no default drift recorded")
-    return _png(fig)
+        empty(bottom, "no default drift recorded")
+    return png(fig)
 
 
 def seconds(data: SecondsData, nodes: int) -> bytes:
@@ -318,7 +224,7 @@ def seconds(data: SecondsData, nodes: int) -> bytes:
     ax.set_xlabel(f"benchmark seconds (wall time of launches; x {nodes} node(s) = node-seconds)")
     ax.set_title(f"where the benchmark time went: {total:,.1f} s in all")
     ax.grid(True, axis="x", alpha=0.3)
-    return _png(fig)
+    return png(fig)
 
 
 def importance(data: ImportanceData) -> bytes:
@@ -339,7 +245,7 @@ def importance(data: ImportanceData) -> bytes:
         ax.set_xlabel("share of the variance of the trial value explained (fANOVA)")
         ax.set_title("parameter importance (fANOVA over the completed trials)", fontsize=10)
     else:
-        _empty(ax, f"parameter importance not available: {data.note}")
+        empty(ax, f"parameter importance not available: {data.note}")
     every = [v[1] for kv in knobs for v in kv.values]
     xlim = (min(every + [1.0]) - 0.05, max(every + [1.0]) + 0.05) if every else (0.9, 1.1)
     for i, kv in enumerate(knobs):
@@ -359,7 +265,7 @@ def importance(data: ImportanceData) -> bytes:
         sub.set_xlabel("best speedup (x)", fontsize=8)
         sub.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
-    return _png(fig)
+    return png(fig)
 
 
 def _value_order(text: str) -> tuple:
@@ -381,7 +287,7 @@ def hockney(data: HockneyData) -> bytes:
     curves = [cc for cc, _ in data.fits]
     all_sizes: list[int] = []
     handles = []
-    for (cc, fit), st in zip(data.fits, _style(curves)):
+    for (cc, fit), st in zip(data.fits, style(curves)):
         c = cc.curve
         all_sizes += c.sizes
         ax.scatter(c.sizes, c.t_us, color=st["color"], marker=st["marker"], s=22, zorder=3)
@@ -396,12 +302,12 @@ def hockney(data: HockneyData) -> bytes:
                               label=f"{cc.label} ({len(fit.regions)} region"
                                     f"{'s' if len(fit.regions) > 1 else ''})"))
     if not data.fits:
-        _empty(ax, "too few sizes for a Hockney fit (3 needed)")
+        empty(ax, "too few sizes for a Hockney fit (3 needed)")
     else:
-        _per_size_log_log(ax, all_sizes, "time per call (\u00b5s)", handles)
+        per_size_log_log(ax, all_sizes, "time per call (\u00b5s)", handles)
     ax.set_title(f"Hockney model t = t_L + V/B per region (V = {data.volume}): points measured, "
                  "lines model,\ndotted: region boundaries")
-    return _png(fig)
+    return png(fig)
 
 
 def _dense(xs: Sequence[int]) -> list[float]:
@@ -431,7 +337,7 @@ def cost(data: CostData) -> bytes:
     ax.set_xlabel("benchmark node-seconds (log scale)")
     ax.set_title("cost of the answer: this search vs the manual ways, at this study's launch time")
     ax.grid(True, axis="x", which="both", alpha=0.3)
-    return _png(fig)
+    return png(fig)
 
 
 def per_size_rules(rules: StoredRules) -> bytes:
@@ -440,10 +346,10 @@ def per_size_rules(rules: StoredRules) -> bytes:
     ax = fig.subplots()
     ratios = per_size_ratios(rules)
     for i, variant in enumerate(ratios):
-        style = ({"color": "black", "lw": 2.2, "marker": "o"} if variant.incumbent
-                 else {"color": plt.get_cmap("tab10")(i % 10), "lw": 1.2, "marker": "."})
+        look = ({"color": "black", "lw": 2.2, "marker": "o"} if variant.incumbent
+                else {"color": plt.get_cmap("tab10")(i % 10), "lw": 1.2, "marker": "."})
         ax.plot(variant.sizes, variant.ratios, label=variant.label
-                + (" (the best configuration's)" if variant.incumbent else ""), **style)
+                + (" (the best configuration's)" if variant.incumbent else ""), **look)
     assert rules.rules is not None
     sizes = sorted({s for v in ratios for s in v.sizes})
     for k, band in enumerate(rules.rules.bands):
@@ -452,12 +358,12 @@ def per_size_rules(rules: StoredRules) -> bytes:
         ax.axvspan(low, high, color="0.85" if k % 2 == 0 else "0.93", zorder=0)
         ax.text(math.sqrt(low * high), 0.98, band.choice.label(), transform=ax.get_xaxis_transform(),
                 ha="center", va="top", fontsize=8)
-    _size_axis(ax, sizes)
+    size_axis(ax, sizes)
     values = [r for v in ratios for r in v.ratios]
-    _ratio_axis(ax, max(0.01, min(values) / 1.2), min(100.0, max(values) * 1.2))
+    ratio_axis(ax, max(0.01, min(values) / 1.2), min(100.0, max(values) * 1.2))
     ax.axhline(1.0, color="black", lw=0.6, ls=":")
     ax.set_ylabel("time / the best configuration's algorithm")
     ax.set_title(f"per-size rules: every algorithm over {rules.rounds} interleaved rounds "
                  "(shaded: the chosen bands)")
-    _legend_below(ax, ncol=3)
-    return _png(fig)
+    legend_below(ax, ncol=3)
+    return png(fig)

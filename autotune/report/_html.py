@@ -4,73 +4,21 @@ copied or opened from a file anywhere. Every string that comes from storage is e
 
 from __future__ import annotations
 
-import html
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from ..units import format_size
 from ._cost import CostData, node_duration
-from ._data import ReportData, Verdict, size_list
-
-CSS = """
-body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;
-max-width:1180px;padding:0 24px 48px;color:#222;line-height:1.45}
-h1{font-size:1.6em;margin:24px 0 4px}
-h2{border-bottom:2px solid #ddd;padding-bottom:4px;margin-top:36px}
-.facts{color:#555;margin:0 0 12px}
-.verdict{border-left:6px solid #2e7d32;background:#f1f8f1;padding:10px 18px;margin:16px 0}
-.verdict.none{border-color:#757575;background:#f5f5f5}
-.verdict.warn{border-color:#c62828;background:#fdf0f0}
-.headline{font-size:1.25em;font-weight:600;margin:6px 0}
-table{border-collapse:collapse;margin:8px 0 16px;font-size:.92em}
-th,td{border:1px solid #ccc;padding:3px 9px;text-align:left;vertical-align:top}
-th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
-figure{margin:12px 0 24px}figure img{max-width:100%;height:auto;border:1px solid #eee}
-figcaption{color:#444;font-size:.92em;max-width:1000px}
-nav ul{columns:3;list-style:none;padding:0}nav a{text-decoration:none}
-code{background:#f4f4f4;padding:0 3px}.muted{color:#666}.faster{color:#2e7d32;font-weight:600}
-.slower{color:#c62828;font-weight:600}
-"""
+from ._markup import (CSS, format_size_float, html_escape, html_figure, html_table,
+                      times_text)
+from ._model import ReportData, Verdict
+from ._sizes import size_list
 
 SECTIONS = (("result", "Result"), ("curves", "Latency and throughput"),
             ("speedup", "Speedup per size"), ("overlap", "Overlap per size"),
             ("history", "Search history and time"),
             ("knobs", "Knobs"), ("hockney", "Hockney model"), ("cliffs", "Protocol cliffs"),
             ("cost", "Cost"), ("rules", "Per-size rules"))
-
-
-def html_escape(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _x(value: float | None, digits: int = 3) -> str:
-    if value is None or not math.isfinite(value):
-        return "\u2013" if value is None else "\u221e"
-    return f"{value:.{digits}f}x"
-
-
-def html_table(header: Sequence[str], rows: Iterable[Sequence[object]],
-           numeric: Iterable[int] = (), raw: Iterable[int] = ()) -> str:
-    """A table; the columns in `raw` hold HTML their caller made (and escaped) already."""
-    numeric, raw = set(numeric), set(raw)
-
-    def text(i: int, value: object) -> str:
-        return str(value) if i in raw else html_escape(value)
-
-    head = "".join(f"<th>{text(i, h)}</th>" for i, h in enumerate(header))
-    body = "".join("<tr>" + "".join(
-        f"<td class=num>{text(i, c)}</td>" if i in numeric else f"<td>{text(i, c)}</td>"
-        for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def html_figure(images: Mapping[str, str], key: str, alt: str, caption: str,
-            missing: str = "") -> str:
-    """The figure with its caption; without it (no data), `missing` says why in words."""
-    if key not in images:
-        return f"<p class=muted>{html_escape(missing)}</p>" if missing else ""
-    return (f'<figure id="fig-{html_escape(key)}"><img src="{html_escape(images[key])}" alt="{html_escape(alt)}">'
-            f"<figcaption>{caption}</figcaption></figure>")
 
 
 def render(data: ReportData, images: Mapping[str, str]) -> str:
@@ -170,8 +118,8 @@ def _settings(v: Verdict) -> str:
 def _candidates(v: Verdict) -> str:
     if not v.candidates:
         return ""
-    rows = [(c.trial, c.changes, _x(c.search_speedup), _x(c.speedup),
-             f"{_x(c.low)}..{_x(c.high)}" if c.low is not None else "\u2013", c.verdict,
+    rows = [(c.trial, c.changes, times_text(c.search_speedup), times_text(c.speedup),
+             f"{times_text(c.low)}..{times_text(c.high)}" if c.low is not None else "\u2013", c.verdict,
              c.rounds) for c in v.candidates]
     return ("<h3>Candidates</h3>"
             + html_table(("trial", "its knobs (where not the default's)", "search speedup",
@@ -222,12 +170,12 @@ def _speedup(data: ReportData, images: Mapping[str, str]) -> str:
     if s is not None:
         table = html_table(("size", "weight", "speedup", "95% CI", "launches",
                         "contribution (weight \u00d7 ln speedup, pp)"),
-                       [(format_size(r.size), f"{r.weight:.1%}", _x(r.speedup),
-                         f"{_x(r.low)}..{_x(r.high)}", r.launches,
+                       [(format_size(r.size), f"{r.weight:.1%}", times_text(r.speedup),
+                         f"{times_text(r.low)}..{times_text(r.high)}", r.launches,
                          f"{100 * r.contribution:+.2f}")
                         for r in s.sizes], (1, 2, 4, 5))
         table += (f"<p>Weighted over the sizes (mean-based, from the same launches): "
-                  f"{_x(s.weighted)}. The confirmation figure in the result is measured apart, in "
+                  f"{times_text(s.weighted)}. The confirmation figure in the result is measured apart, in "
                   "interleaved rounds.</p>")
     return ('<section id="speedup"><h2>Speedup per message size</h2>'
             + html_figure(images, "speedup", "speedup of the best over the default per size",
@@ -338,13 +286,6 @@ def _hockney(data: ReportData, images: Mapping[str, str]) -> str:
                        "B (MB/s)", "M_half = B \u00d7 t_L (effective bytes)"), rows, (2, 3, 4, 5))
                if rows else "")
             + "</section>")
-
-
-def format_size_float(nbytes: float) -> str:
-    for unit, factor in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if nbytes >= factor:
-            return f"{nbytes / factor:.1f} {unit}"
-    return f"{nbytes:.0f} B"
 
 
 def _cliffs(data: ReportData) -> str:

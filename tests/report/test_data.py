@@ -12,9 +12,10 @@ from scipy import stats
 from autotune.errors import InputError
 from autotune.report import build, count_full_grid, count_staged, rebuild_space
 from autotune.report._curves import cliffs_of, config_curve, make_curve, protocol_knobs
-from autotune.report._data import pml_in_force, size_list
+from autotune.report._data import pml_in_force
+from autotune.report._sizes import size_list
 from autotune.report._html import render
-from autotune.report._data import per_size_ratios
+from autotune.report._sizes import per_size_ratios
 from autotune.rules import AlgorithmChoice, RuleSet, SizeBand
 from autotune.storage import Comparison, RuleVariant, StoredRules
 from autotune.storage import CONFIG_ATTR, stored_config, trial_records
@@ -304,7 +305,7 @@ def test_figures_without_data_are_left_out_and_the_page_says_why(tmp_path):
     import dataclasses
 
     from autotune.report import figures
-    from autotune.report._data import HockneyData, ImportanceData
+    from autotune.report._model import HockneyData, ImportanceData
 
     d = build(handmade_study(tmp_path))
     bare = dataclasses.replace(
