@@ -1,16 +1,23 @@
 """Checks of a start request against the allocation, shared by `preflight` (before a background
-start detaches) and `prepare_session` (with the lock held): one-line errors, nothing started."""
+start detaches) and `prepare_session` (with the lock held): one-line errors, nothing started;
+what the nodes are (probe_nodes), and what a user should know about the space before the study
+(nbc_notes, and the trial the UCX liveness check launches)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import sys
+from typing import TYPE_CHECKING, Any
 
+from .benchmarks import is_nonblocking
 from .errors import EnvironmentProblem, InputError
+from .launch import LaunchSpec
+from .measure import classify_failure
+from .probe import Capabilities, HostInfo, parse_node_probe
+from .space import SearchSpace, TrialContext, load_space
 
 if TYPE_CHECKING:
-    from .probe import HostInfo
+    from .launch import NodePool
     from .options import StartOptions
-    from .space import SearchSpace
 
 
 def check_site_settings(options: StartOptions, space: SearchSpace) -> None:
@@ -34,3 +41,63 @@ def check_cores(options: StartOptions, ppn: int, host: HostInfo) -> None:
         raise EnvironmentProblem(f"--ppn {ppn} exceeds the {host.cores} usable cores of "
                                  f"{host.host}; oversubscribed ranks give meaningless timings "
                                  "(--oversubscribe to do it anyway)")
+
+
+NODE_PROBE_TIMEOUT = 180.0
+
+
+def probe_nodes(pool: NodePool) -> tuple[Capabilities, HostInfo]:
+    """MPI, UCX, NUMA layout, CPU and cores as the nodes see them, probed on the first node of a
+    group (`python -m autotune.probe`, unbound, through the same launcher as the trials): the
+    machine running autotune may be a login node or a laptop with nothing in common with them.
+    The nodes of an allocation are taken to be alike."""
+    group = pool.acquire()
+    try:
+        spec = LaunchSpec(nodes=1, ppn=1, program=(sys.executable, "-m", "autotune.probe"),
+                          mpirun_args=("--bind-to", "none"))
+        result = group.run(group.command(spec), NODE_PROBE_TIMEOUT)
+    finally:
+        pool.release(group)
+    where = group.hosts()[0]
+    failure = classify_failure(result)
+    if failure is not None:
+        tail = f"\n{failure.stderr_tail}" if failure.stderr_tail else ""
+        hint = {"infrastructure": "is it up, and reachable from here?",
+                "timeout": "it did not answer in time"}.get(
+            failure.reason, f"is autotune installed there, at {sys.executable}?")
+        raise EnvironmentProblem(f"cannot probe node {where} ({failure}): {hint}{tail}")
+    try:
+        return parse_node_probe(result.stdout)
+    except ValueError as exc:
+        raise EnvironmentProblem(f"cannot probe node {where}: {exc}") from None
+
+
+def nbc_notes(collective: str, space: SearchSpace, ctx: TrialContext,
+              caps: Capabilities) -> list[str]:
+    """What a user tuning a non-blocking collective on Open MPI should know about the space:
+    its algorithms are libnbc's (coll_tuned has none), in the openmpi-libnbc space."""
+    if not is_nonblocking(collective) or caps.mpi_family != "openmpi" or any(
+            p.name.startswith("coll_libnbc_") for p in space.for_context(ctx)):
+        return []
+    if not load_space("openmpi-libnbc").for_context(ctx):  # ialltoall: no libnbc knob in 4.1
+        return []
+    return [f"{collective} runs in Open MPI's coll_libnbc, whose algorithms this space does not "
+            "search (coll_tuned's do not apply to non-blocking collectives): add them with "
+            "--space openmpi-ucx+openmpi-libnbc (docs/nbc.md)"]
+
+
+def ucx_trial_params(space: SearchSpace, ctx: TrialContext,
+                     default_params: dict[str, Any]) -> dict[str, Any] | None:
+    """The default configuration as a trial that runs pml ucx would (the default itself where
+    pml ucx is in force without a setting), or None when the space searches no UCX knob: the
+    UCX liveness check is about trials that run pml ucx, not about the untuned stack."""
+    params = dict(default_params)
+    pml = next((p for p in space.for_context(ctx) if p.name == "pml"), None)
+    if pml is not None and "ucx" in pml.choices:
+        params["pml"] = "ucx"
+    active = [p for p in space.for_context(ctx) if p.name.startswith("UCX_") and p.active(params)]
+    if not active:
+        return None
+    for p in active:
+        params.setdefault(p.name, p.default)
+    return params

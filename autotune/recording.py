@@ -198,7 +198,8 @@ def record_with(options: Any, passes: int, output: Path, seed: int,
     from .launch import make_pool
     from .probe import probe_host
     from .checks import check_cores
-    from .session import preflight, probe_nodes
+    from .checks import probe_nodes
+    from .session import preflight
     from .space import resolve
 
     checked = preflight(options)

@@ -8,7 +8,6 @@ import datetime as dt
 import os
 import re
 import socket
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,21 +15,21 @@ from typing import Any
 
 import optuna
 
-from .benchmarks import (REDUCTION_ELEMENT_BYTES, REDUCTIONS, Benchmark, configured_benchmark,
-                         is_nonblocking)
+from .benchmarks import REDUCTION_ELEMENT_BYTES, REDUCTIONS, Benchmark, configured_benchmark
 from .benchmarks import REGISTRY as BENCHMARK_KINDS
-from .checks import check_cores, check_host_count, check_site_settings
+from .checks import (check_cores, check_host_count, check_site_settings, nbc_notes, probe_nodes,
+                     ucx_trial_params)
 from .controller import Controller
 from .daemon import Owner, StudyLock
-from .errors import AutotuneError, EnvironmentProblem, InputError
+from .errors import AutotuneError, InputError
 from .events import Events
-from .launch import (LaunchSpec, NodePool, check_site_mca, make_launcher, make_pool, pick_launcher,
+from .launch import (NodePool, check_site_mca, make_launcher, make_pool, pick_launcher,
                      ranks_per_node, slurm_end_time)
 from .launch import check_launch_tool as _check_launch_tool
-from .measure import MeasurementPlan, Measurer, check_ucx_live, classify_failure
+from .measure import MeasurementPlan, Measurer, check_ucx_live
 from .objective import check_objective, load_weights, normalize_weights, uniform_weights
 from .options import StartOptions
-from .probe import Capabilities, HostInfo, parse_node_probe, probe_capabilities, probe_host
+from .probe import Capabilities, HostInfo, probe_capabilities, probe_host
 from .space import Removal, SearchSpace, TrialContext, load_space, resolve
 from .storage import (CONFIG_ATTR, FINGERPRINT_ATTR, RESOLUTION_ATTR, StoredSettings, StudyConfig,
                       autotune_home, default_storage_url, enqueue_default, open_storage,
@@ -305,35 +304,6 @@ def prepare_session(options: StartOptions) -> Session:
         raise
 
 
-NODE_PROBE_TIMEOUT = 180.0
-
-
-def probe_nodes(pool: NodePool) -> tuple[Capabilities, HostInfo]:
-    """MPI, UCX, NUMA layout, CPU and cores as the nodes see them, probed on the first node of a
-    group (`python -m autotune.probe`, unbound, through the same launcher as the trials): the
-    machine running autotune may be a login node or a laptop with nothing in common with them.
-    The nodes of an allocation are taken to be alike."""
-    group = pool.acquire()
-    try:
-        spec = LaunchSpec(nodes=1, ppn=1, program=(sys.executable, "-m", "autotune.probe"),
-                          mpirun_args=("--bind-to", "none"))
-        result = group.run(group.command(spec), NODE_PROBE_TIMEOUT)
-    finally:
-        pool.release(group)
-    where = group.hosts()[0]
-    failure = classify_failure(result)
-    if failure is not None:
-        tail = f"\n{failure.stderr_tail}" if failure.stderr_tail else ""
-        hint = {"infrastructure": "is it up, and reachable from here?",
-                "timeout": "it did not answer in time"}.get(
-            failure.reason, f"is autotune installed there, at {sys.executable}?")
-        raise EnvironmentProblem(f"cannot probe node {where} ({failure}): {hint}{tail}")
-    try:
-        return parse_node_probe(result.stdout)
-    except ValueError as exc:
-        raise EnvironmentProblem(f"cannot probe node {where}: {exc}") from None
-
-
 def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved, config,
                     name, lock, benchmark) -> Session:
     plan = MeasurementPlan(collective=options.collective, nodes=options.nodes, ppn=ppn,
@@ -418,34 +388,3 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
                                                   resolved.context_values, options.collective,
                                                   options.nodes, ppn)
     return session
-
-
-def nbc_notes(collective: str, space: SearchSpace, ctx: TrialContext,
-              caps: Capabilities) -> list[str]:
-    """What a user tuning a non-blocking collective on Open MPI should know about the space:
-    its algorithms are libnbc's (coll_tuned has none), in the openmpi-libnbc space."""
-    if not is_nonblocking(collective) or caps.mpi_family != "openmpi" or any(
-            p.name.startswith("coll_libnbc_") for p in space.for_context(ctx)):
-        return []
-    if not load_space("openmpi-libnbc").for_context(ctx):  # ialltoall: no libnbc knob in 4.1
-        return []
-    return [f"{collective} runs in Open MPI's coll_libnbc, whose algorithms this space does not "
-            "search (coll_tuned's do not apply to non-blocking collectives): add them with "
-            "--space openmpi-ucx+openmpi-libnbc (docs/nbc.md)"]
-
-
-def ucx_trial_params(space: SearchSpace, ctx: TrialContext,
-                     default_params: dict[str, Any]) -> dict[str, Any] | None:
-    """The default configuration as a trial that runs pml ucx would (the default itself where
-    pml ucx is in force without a setting), or None when the space searches no UCX knob: the
-    UCX liveness check is about trials that run pml ucx, not about the untuned stack."""
-    params = dict(default_params)
-    pml = next((p for p in space.for_context(ctx) if p.name == "pml"), None)
-    if pml is not None and "ucx" in pml.choices:
-        params["pml"] = "ucx"
-    active = [p for p in space.for_context(ctx) if p.name.startswith("UCX_") and p.active(params)]
-    if not active:
-        return None
-    for p in active:
-        params.setdefault(p.name, p.default)
-    return params

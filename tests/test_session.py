@@ -42,7 +42,7 @@ def test_ppn_is_required_where_this_machine_may_not_be_a_node(options):
 
 def test_the_ucx_liveness_check_runs_a_pml_ucx_configuration():
     from autotune.probe import Capabilities
-    from autotune.session import ucx_trial_params
+    from autotune.checks import ucx_trial_params
     from autotune.space import TrialContext, load_space, resolve
 
     ctx = TrialContext("allreduce", 1)

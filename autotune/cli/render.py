@@ -3,7 +3,8 @@
 Text: a table is drawn with rich when standard output is a terminal; when it is not (a pipe, a
 file) the same table is tab-separated values: a header line, then one record per line, no
 wrapping, no box drawing, no color, an empty cell shown as `-`. Everything else is plain lines,
-never wrapped (the terminal wraps them). JSON: one document, indented, on standard output."""
+never wrapped (the terminal wraps them). JSON: one document, indented, on standard output (its
+form is render_json's)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from .models import (
     StatusReport,
     VerifyReport,
 )
+from .render_json import conditions, to_json
 
 # progress and narration of a foreground run; soft_wrap: a long line stays one line in a log file
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -125,30 +127,12 @@ def _(result: SpaceDetail) -> list[str | Table]:
     for p in space.parameters:
         applied = p.apply + (f" ({p.context}, read not set)" if p.apply == "context" else "")
         rows.append((p.name, applied, str(p.default), p.describe_choices(),
-                     "; ".join(_conditions(p)), p.source or p.help))
+                     "; ".join(conditions(p)), p.source or p.help))
     for c in space.compose:
         rows.append((c.name, f"{c.apply} (composed)", "", c.template, "when its parts are active",
                      ""))
     return [Table(("knob", "applied as", "default", "choices", "only when", "source"), tuple(rows),
                   title=f"{space.name} ({space.stack}): {space.description}")]
-
-
-def _conditions(p: Any) -> list[str]:
-    conditions = []
-    if p.collectives:
-        conditions.append("/".join(p.collectives))
-    if p.scope != "any":
-        conditions.append(p.scope)
-    conditions += [f"{k} in {'|'.join(map(str, v))}" for k, v in p.when]
-    conditions += [f"needs {r}" for r in p.requires]
-    if p.yields_to:
-        conditions.append(f"unless {' and '.join(p.yields_to)} apply")
-    conditions += [f"{c} needs {', '.join(map(str, reqs))}" for c, reqs in p.choice_requires]
-    conditions += [f"{c} brings {', '.join(f'{k}={v}' for k, v in pairs)}"
-                   for c, pairs in p.choice_implies]
-    if p.unset_means:
-        conditions.append("unset: what Open MPI selects on the nodes (probed)")
-    return conditions
 
 
 @to_text.register
@@ -311,102 +295,6 @@ def _(result: BackgroundStart) -> list[str | Table]:
             f"stop:   autotune stop --study {name}"]
 
 
-# ----------------------------------------------------------------------------- JSON
-
-
-@singledispatch
-def to_json(result: Any) -> Any:
-    raise TypeError(f"no JSON form for {type(result).__name__}")
-
-
-@to_json.register
-def _(result: StatusReport) -> Any:
-    return result.status.to_dict()
-
-
-@to_json.register
-def _(result: SpaceList) -> Any:
-    return [{"name": s.name, "stack": s.stack, "knobs": len(s.parameters),
-             "description": s.description, "parameters": list(s.parameters)}
-            for s in result.spaces]
-
-
-@to_json.register
-def _(result: SpaceDetail) -> Any:
-    space = result.space
-    return {
-        "name": space.name, "stack": space.stack, "description": space.description,
-        "sources": list(space.sources), "digest": space.digest,
-        "fixed": [{"name": s.name, "apply": s.apply, "value": s.value, "args": list(s.args),
-                   "why": s.why} for s in space.fixed],
-        "parameters": [_parameter_json(p) for p in space.parameters],
-        "compose": [{"name": c.name, "apply": c.apply, "template": c.template,
-                     "parts": list(c.parts)} for c in space.compose],
-    }
-
-
-def _parameter_json(p: Any) -> dict[str, Any]:
-    return {
-        "name": p.name, "apply": p.apply, "type": p.type, "default": p.default,
-        "choices": list(p.choices), "low": p.low, "high": p.high, "step": p.step, "log": p.log,
-        "choices_text": p.describe_choices(), "choices_from": p.choices_from or None,
-        "context": p.context or None, "collectives": list(p.collectives), "scope": p.scope,
-        "when": {key: list(values) for key, values in p.when},
-        "requires": [str(r) for r in p.requires],
-        "choice_requires": {str(c): [str(r) for r in reqs] for c, reqs in p.choice_requires},
-        "yields_to": list(p.yields_to), "implies": dict(p.implies),
-        "choice_implies": {str(c): dict(pairs) for c, pairs in p.choice_implies},
-        "unset_means": p.unset_means,
-        "args": {str(choice): list(argv) for choice, argv in p.args},
-        "only_when": "; ".join(_conditions(p)), "source": p.source, "help": p.help,
-    }
-
-
-@to_json.register
-def _(result: SpaceValidation) -> Any:
-    return {"path": result.path, "valid": True, "stack": result.stack,
-            "parameters": list(result.parameters),
-            "removed": {collective: list(removed) for collective, removed in result.removed},
-            "machine_error": result.machine_error}
-
-
-@to_json.register
-def _(result: ProbeReport) -> Any:
-    return result.caps.to_dict()
-
-
-@to_json.register
-def _(result: BestReport) -> Any:
-    cfg = result.best
-    from ..claims import below_noise_floor
-
-    check = cfg.verification
-    data = {"study": cfg.study, "trial": cfg.trial, "value": cfg.value, "speedup": cfg.speedup,
-            "is_default": cfg.is_default, "params": cfg.params, "env": cfg.env, "mca": cfg.mca,
-            "mpirun_args": list(cfg.mpirun_args),
-            "confirmed_speedup": list(cfg.confirmed_speedup) if cfg.confirmed_speedup else None,
-            "verification": check.to_dict() if check is not None else None,
-            "verification_text": check.describe() if check is not None else None,
-            "noise_floor": cfg.noise.to_dict() if cfg.noise is not None else None,
-            "below_noise_floor": below_noise_floor(cfg.noise, cfg.claimed),
-            "recommended": not cfg.disagrees}
-    if result.overlap is not None:  # a non-blocking collective: IMB-NBC's columns per size
-        from dataclasses import asdict
-
-        data["overlap"] = {"objective": result.overlap.objective, **{
-            tag: None if side is None else {"trial": side.trial, "label": side.label,
-                                            "rows": [asdict(r) for r in side.rows]}
-            for tag, side in (("default", result.overlap.default),
-                              ("best", result.overlap.best))}}
-    return data
-
-
-@to_json.register
-def _(result: VerifyReport) -> Any:
-    return {"study": result.study, **result.verification.to_dict(),
-            "text": result.verification.describe()}
-
-
 # ----------------------------------------------------------------------------- campaigns
 
 
@@ -434,8 +322,3 @@ def _(result: CampaignStatusReport) -> list[str | Table]:
     return [f"campaign {status.name} ({status.storage}): {running}; {counts}",
             Table(("case", "state", "trials", "speedup over untuned (95% CI)", "node-min",
                    "notes"), rows)]
-
-
-@to_json.register
-def _(result: CampaignStatusReport) -> Any:
-    return result.status.to_dict()

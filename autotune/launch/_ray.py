@@ -32,40 +32,13 @@ from ..errors import ClusterLost, EnvironmentProblem, InputError, NoNodes
 from ._base import Command, LaunchSpec, RunResult
 from ._executor import run_command
 from ._hostlist import HostListLauncher
+from ._ray_head import HeadSilent, ask_head, check_reachable, split_address
 
 DEFAULT_RESOURCE = "mpi_node"
 RECONNECT_ENV = "RAY_gcs_rpc_server_reconnect_timeout_s"
 POLL_SECONDS = 1.0
 CANCEL_GRACE_SECONDS = 5.0
 HOPELESS_AFTER_SECONDS = 5.0
-HEAD_CALL_SECONDS = 15.0
-
-
-class HeadSilent(ClusterLost):
-    """A call that needs the Ray head got no answer in time."""
-
-
-def _ask_head(call, *args, **kwargs):
-    """Run a call that needs the Ray head (GCS) in a helper thread. If the head dies during the
-    call, Ray blocks until it comes back (seen: ray.nodes() still waiting after 120 s) and may
-    end the whole process later; bounded, the run notices the loss and stops cleanly."""
-    box: dict = {}
-
-    def run() -> None:
-        try:
-            box["value"] = call(*args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=run, name="autotune-ray-head-call", daemon=True)
-    thread.start()
-    thread.join(HEAD_CALL_SECONDS)
-    if thread.is_alive():
-        raise HeadSilent(f"the Ray head did not answer {getattr(call, '__name__', 'a call')} "
-                         f"within {HEAD_CALL_SECONDS:g} s")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 @ray.remote(num_cpus=0, max_retries=0, retry_exceptions=False)
@@ -209,7 +182,7 @@ class RayPool:
         os.environ.setdefault(RECONNECT_ENV, "86400")
         address = address or os.environ.get("RAY_ADDRESS") or "auto"
         if address != "auto":
-            _check_reachable(address)
+            check_reachable(address)
         try:
             ray.init(address=address, namespace="autotune", logging_level=logging.ERROR,
                      log_to_driver=False)
@@ -217,8 +190,8 @@ class RayPool:
             raise EnvironmentProblem(f"cannot connect to the Ray cluster at {address}: "
                                      f"{str(exc).splitlines()[0] if str(exc) else exc}") from None
         self.address = address
-        self.gcs = _split_address(ray.get_runtime_context().gcs_address)
-        odd = [f"{n['NodeManagerHostname']} ({n['Resources'][resource]:g})" for n in _ask_head(ray.nodes)
+        self.gcs = split_address(ray.get_runtime_context().gcs_address)
+        odd = [f"{n['NodeManagerHostname']} ({n['Resources'][resource]:g})" for n in ask_head(ray.nodes)
                if n.get("Alive") and n.get("Resources", {}).get(resource, 0) not in (0, 1)]
         if odd:  # a bundle could land there, and two trials could share such a node
             ray.shutdown()
@@ -235,7 +208,7 @@ class RayPool:
 
     def mpi_nodes(self) -> list[RayNode]:
         return sorted((RayNode(n["NodeID"], n["NodeManagerAddress"], n["NodeManagerHostname"])
-                       for n in _ask_head(ray.nodes)
+                       for n in ask_head(ray.nodes)
                        if n.get("Alive") and n.get("Resources", {}).get(self.resource, 0) >= 1),
                       key=lambda n: (n.address, n.node_id))
 
@@ -286,7 +259,7 @@ class RayPool:
         if not self.head_reachable():
             return ""  # cannot tell; check_head decides about the head
         try:
-            alive = {n["NodeID"]: n.get("Alive", False) for n in _ask_head(ray.nodes)}
+            alive = {n["NodeID"]: n.get("Alive", False) for n in ask_head(ray.nodes)}
         except Exception:  # noqa: BLE001 - the head went away meanwhile; check_head decides
             return ""
         dead = [n for n in nodes if not alive.get(n.node_id)]
@@ -309,7 +282,7 @@ class RayPool:
     def _acquire(self, timeout: float) -> RayGroup:
         self.wait_for_head()
         self._retry_removals()
-        pg = _ask_head(placement_group, [{self.resource: 1}] * self.nodes,
+        pg = ask_head(placement_group, [{self.resource: 1}] * self.nodes,
                        strategy="STRICT_SPREAD", name=f"autotune-{uuid.uuid4().hex[:12]}")
         t0 = time.monotonic()
         try:
@@ -324,7 +297,7 @@ class RayPool:
                 if time.monotonic() - t0 > timeout:
                     raise NoNodes(f"could not reserve {self.nodes} node(s) with resource "
                                   f"{self.resource!r} in {timeout:.0f} s")
-            table = _ask_head(placement_group_table, pg)
+            table = ask_head(placement_group_table, pg)
             by_id = {n.node_id: n for n in self.mpi_nodes()}
             placed = table.get("bundles_to_node_id", {})
             if any(placed.get(i) not in by_id for i in range(self.nodes)):
@@ -369,7 +342,7 @@ class RayPool:
             pending, self._unremoved = self._unremoved, []
         for pg in pending:
             try:
-                _ask_head(remove_placement_group, pg)
+                ask_head(remove_placement_group, pg)
             except Exception as exc:  # noqa: BLE001 - already removed, or the head went away
                 if not isinstance(exc, HeadSilent) and self.head_reachable():
                     continue  # gone already: nothing holds its nodes
@@ -387,23 +360,3 @@ class RayPool:
         self._retry_removals()
         if ray.is_initialized():
             ray.shutdown()
-
-
-def _split_address(address: str) -> tuple[str, int]:
-    host, _, port = address.rpartition(":")
-    return host, int(port)
-
-
-def _check_reachable(address: str) -> None:
-    """Fail at once on an address nobody answers (ray.init would wait a long time)."""
-    if "://" in address:
-        raise InputError(f"Ray address {address!r}: give the cluster's HOST:PORT (the GCS address "
-                         "that `ray start --head` prints), not a client URL")
-    try:
-        host, port = _split_address(address)
-    except ValueError:
-        raise InputError(f"Ray address {address!r}: expected HOST:PORT") from None
-    try:
-        socket.create_connection((host, port), timeout=5.0).close()
-    except OSError as exc:
-        raise EnvironmentProblem(f"no Ray cluster answers at {address}: {exc.strerror or exc}") from None

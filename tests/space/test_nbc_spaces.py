@@ -66,7 +66,7 @@ def test_default_space_for_iallreduce_has_the_ucx_knobs_and_no_tuned_algorithm()
 
 
 def test_a_session_note_points_a_user_to_the_libnbc_space():
-    from autotune.session import nbc_notes
+    from autotune.checks import nbc_notes
 
     ctx = TrialContext("iallreduce", 1)
     default = resolve(load_space("openmpi-ucx+openmpi-tuned"), OMPI, ctx).space
