@@ -3,7 +3,8 @@ line, a campaign from its file, `verify` for its own launch; the session turns i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 from .benchmarks import DEFAULT_BENCHMARK
 from .strategy import DEFAULT_STRATEGY
@@ -60,3 +61,14 @@ class StartOptions:
     per_size: bool = True  # per-size algorithm rules after the confirmation (endgame/stage.py)
     per_size_rounds: int = 6
     objective: str = "latency"  # latency | overlap | t_ovrl (objective.OBJECTIVES)
+    # values of options a registry entry declares (optionspec) that have no field above: a new
+    # strategy, benchmark or launcher brings its options without a change here
+    declared: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, **values: Any) -> StartOptions:
+        """From a command line's values: a field each, the rest (an entry's own options) in
+        `declared`."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known},
+                   declared=tuple(sorted((k, v) for k, v in values.items() if k not in known)))

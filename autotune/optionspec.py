@@ -39,5 +39,7 @@ class OptionSpec:
 
 def values_of(specs: tuple[OptionSpec, ...], options: object) -> dict[str, object]:
     """The values `options` (a StartOptions, or anything with those fields) holds for `specs`,
-    by field name; a field it lacks keeps the spec's default."""
-    return {spec.name: getattr(options, spec.name, spec.default) for spec in specs}
+    by name: a field of its own, else its `declared` pairs, else the spec's default."""
+    declared = dict(getattr(options, "declared", ()) or ())
+    return {spec.name: getattr(options, spec.name, declared.get(spec.name, spec.default))
+            for spec in specs}

@@ -81,8 +81,8 @@ def _campaign(ctx: click.Context, collectives, nodes, ppn, trials, name, neighbo
     from ..options import StartOptions
     from .options import name_value
 
-    base = StartOptions(collective=collectives[0], nodes=nodes[0], ppn=ppn[0], **fields,
-                        launcher_mca=tuple(name_value(i) for i in launcher_mca))
+    base = StartOptions.of(collective=collectives[0], nodes=nodes[0], ppn=ppn[0], **fields,
+                           launcher_mca=tuple(name_value(i) for i in launcher_mca))
     if trials is None and base.time_budget is None:
         trials = 30
     from ..space import load_space

@@ -54,7 +54,7 @@ def grid_record(passes: int, seed: int, output: str, launcher_mca: tuple[str, ..
     from ..recording import record_with
     from ..options import StartOptions
 
-    options = StartOptions(**fields, launcher_mca=tuple(name_value(i) for i in launcher_mca),
+    options = StartOptions.of(**fields, launcher_mca=tuple(name_value(i) for i in launcher_mca),
                            check_live=False, confirm_top=0)
 
     def said(index: int, total: int, config, outcome: str) -> None:

@@ -139,7 +139,7 @@ def start(trials: int, foreground: bool, launcher_mca: tuple[str, ...], **fields
     from ..options import StartOptions
     from ..session import prepare_session
 
-    options = StartOptions(**fields, launcher_mca=tuple(name_value(i) for i in launcher_mca))
+    options = StartOptions.of(**fields, launcher_mca=tuple(name_value(i) for i in launcher_mca))
     if not foreground:
         _start_in_background(options)
         return

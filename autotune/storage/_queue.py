@@ -8,7 +8,8 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from ._schema import TrialKey, TrialRecord, failure_attrs, record_checksum, requeue_attrs
+from ._save import fail_sealed
+from ._schema import TrialKey, TrialRecord, failure_attrs, requeue_attrs
 
 
 def params_key(params: dict[str, Any]) -> tuple:
@@ -36,16 +37,10 @@ def recover_abandoned(study: optuna.Study) -> list[int]:
     sealing its record and telling its state left a checksum for the record before the failure
     attributes: the record is sealed again as it now stands, else it would read as corrupt."""
     recovered = []
-    storage = study._storage  # noqa: SLF001 - the public Study API cannot touch other trials' attrs
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         record = TrialRecord.from_trial(trial)
-        attrs = failure_attrs("abandoned", "left running by a process that died (killed or crashed)")
-        if TrialKey.CHECKSUM in trial.user_attrs:
-            attrs[TrialKey.CHECKSUM] = record_checksum(
-                trial.params, {**trial.user_attrs, **attrs}, None)
-        for key, value in attrs.items():
-            storage.set_trial_user_attr(trial._trial_id, key, value)  # noqa: SLF001
-        study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
+        fail_sealed(study, trial._trial_id, trial.number, failure_attrs(  # noqa: SLF001
+            "abandoned", "left running by a process that died (killed or crashed)"))
         if record.requeue_reason != "abandoned":
             study.enqueue_trial(dict(trial.params), user_attrs=requeue_attrs(
                 trial.number, "abandoned", record.is_default))

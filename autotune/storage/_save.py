@@ -39,15 +39,28 @@ def _fail_sealed(study: optuna.Study, trial: optuna.Trial) -> None:
     """Tell an unfinished trial failed, sealed as the storage holds it; if the storage cannot
     take even that, the trial stays running and the next start recovers it (recover_abandoned)."""
     try:
-        stored = study._storage.get_trial(trial._trial_id)  # noqa: SLF001
-        if stored.state.is_finished():
-            return
-        study._storage.set_trial_user_attr(  # noqa: SLF001
-            trial._trial_id, TrialKey.CHECKSUM,  # noqa: SLF001
-            record_checksum(stored.params, stored.user_attrs, None))
-        study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+        fail_sealed(study, trial._trial_id, trial.number, seal=True)  # noqa: SLF001
     except Exception:  # noqa: BLE001 - the first failure is the one raised
         pass
+
+
+def fail_sealed(study: optuna.Study, trial_id: int, number: int,
+                extra: Mapping[str, Any] | None = None, *, seal: bool = False) -> bool:
+    """Write `extra` into an unfinished trial, seal its record as the storage then holds it (when
+    `seal`, or when it was sealed before: a checksum over fewer attributes would read as
+    corrupt), and tell it failed. False when it had finished already."""
+    storage = study._storage  # noqa: SLF001 - the public Study API cannot touch other trials' attrs
+    stored = storage.get_trial(trial_id)
+    if stored.state.is_finished():
+        return False
+    attrs = dict(extra or {})
+    if seal or TrialKey.CHECKSUM in stored.user_attrs:
+        attrs[TrialKey.CHECKSUM] = record_checksum(stored.params, {**stored.user_attrs, **attrs},
+                                                   None)
+    for key, value in attrs.items():
+        storage.set_trial_user_attr(trial_id, key, value)
+    study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
+    return True
 
 
 def skip_trial(study: optuna.Study, trial: optuna.Trial, reason: str, detail: str) -> None:

@@ -4,7 +4,6 @@ command writes one of them by hand."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -24,15 +23,17 @@ from autotune.strategy import RandomStrategy, make_strategy
 CLI = Path(__file__).resolve().parents[2] / "autotune" / "cli"
 
 
-def test_every_declared_option_is_a_start_option_filling_its_field():
+def test_every_declared_option_is_a_start_option_and_reaches_the_options():
     start = {p.name: p for p in cli.commands["start"].params}
-    fields = {f.name for f in dataclasses.fields(StartOptions)}
     declared = registry_options()
     assert {"--imb-dir", "--prune-after", "--ray-address", "--hostfile"} <= {s.flag for s in declared}
     for spec in declared:
         assert spec.name in start and spec.flag in start[spec.name].opts, spec.flag
-        assert spec.name in fields, f"{spec.flag}: no StartOptions field {spec.name}"
         assert start[spec.name].default == spec.default or spec.kind == "flag"
+    given = StartOptions.of(collective="allreduce", imb_mem_gb=2.0, prune_after=6,
+                            ray_resource="gpu_node")
+    assert (given.imb_mem_gb, given.prune_after, given.ray_resource) == (2.0, 6, "gpu_node")
+    assert given.declared == ()  # the shipped entries' options have typed fields
 
 
 def test_no_command_writes_a_declared_option_by_hand():
@@ -56,6 +57,10 @@ def test_a_new_strategy_brings_its_option_with_it(monkeypatch):
     assert "--patience" in {s.flag for s in registry_options()}
     assert make_strategy("patient", options=SimpleNamespace(patience=7)).patience == 7
     assert make_strategy("patient").patience == 3  # no options: the declared default
+    # no StartOptions field for it: the command line's value still reaches the strategy
+    options = StartOptions.of(collective="allreduce", strategy="patient", patience=9)
+    assert options.declared == (("patience", 9),)
+    assert make_strategy("patient", options=options).patience == 9
 
     @click.command()
     @declared_options(Patient.cli_options)
