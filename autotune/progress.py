@@ -86,8 +86,8 @@ class ProgressDisplay:
             self.console.print(f"confirmation skipped: {escape(skipped)}")
             return
         self.console.print(f"confirming the best {candidates} against the default: {rounds} rounds "
-                           "first, more while undecided; randomized order, each launch paired "
-                           "with a default launch")
+                           "first, more while undecided; per size block a default launch, then "
+                           "the candidates in random order, each paired with it")
         self.progress.update(self.launch_task, description="confirmation", visible=False)
 
     def confirmed(self, confirmation) -> None:

@@ -23,7 +23,7 @@ __all__ = ["ALL_COLLECTIVES", "BENCHMARKS", "COLLECTIVES", "DEFAULT_BENCHMARK", 
            "REGISTRY", "WRONG_RESULT", "Benchmark", "BenchmarkKind", "BenchmarkOutput",
            "BenchmarkRequest", "Buffers", "ImbOutputError", "ImbRow", "ImbTable",
            "KernelOverhead", "Mpi4pyBenchmark", "NbcTiming", "SizeTiming", "WrongResult",
-           "benchmark_help", "blocking_of", "buffer_counts", "configured_benchmark",
+           "benchmark_help", "blocking_of", "partner_help", "buffer_counts", "configured_benchmark",
            "is_nonblocking", "kernel_overhead",
            "kernel_program", "kind_of_stored", "make_benchmark", "overlap_pct",
            "parse_imb_output", "parse_kernel_output"]
@@ -93,6 +93,16 @@ REGISTRY: dict[str, BenchmarkKind] = {k.name: k for k in (
 BENCHMARKS = tuple(REGISTRY)
 DEFAULT_BENCHMARK = BENCHMARKS[0]
 OPTION_FLAGS = {spec.name: spec.flag for kind in REGISTRY.values() for spec in kind.cli_options}
+
+
+def partner_help() -> str:
+    """Which benchmark checks which, and where the checking one is found, for --verify's help."""
+    parts = []
+    for kind in REGISTRY.values():
+        partner = REGISTRY[kind.partner]
+        parts.append(f"{partner.label} after {kind.label}"
+                     + (f": {partner.where}" if partner.where else ""))
+    return "; ".join(parts)
 
 
 def benchmark_help() -> str:

@@ -7,12 +7,14 @@ import sys
 
 import click
 
-from ..benchmarks import ALL_COLLECTIVES, BENCHMARKS, DEFAULT_BENCHMARK, benchmark_help
+from ..benchmarks import (ALL_COLLECTIVES, BENCHMARKS, DEFAULT_BENCHMARK, benchmark_help,
+                          partner_help)
 from ..errors import AutotuneError, InputError
 from ..objective import OBJECTIVES
 from ..options import DEFAULT_SPACE
 from ..session import DEFAULT_SIZES
-from ..strategy import DEFAULT_STRATEGY, STRATEGIES, strategy_help
+from ..launch import auto_help
+from ..strategy import DEFAULT_STRATEGY, STRATEGIES, prune_help, strategy_help
 from . import render
 from .models import BackgroundStart, Message, StatusReport
 from .options import (
@@ -72,8 +74,7 @@ from .options import (
                    "block (of different trials); each candidate launch is divided by the default "
                    "launch nearest before it  [default: 3 with screen, else 1]")
 @click.option("--prune/--no-prune", default=True, show_default=True,
-              help="stop losing configurations early (screen: when the model's optimistic estimate "
-                   "cannot beat the best by 1%; tpe: Wilcoxon test against the best trial)")
+              help=f"stop losing configurations early ({prune_help()})")
 @click.option("--oversubscribe", is_flag=True, help="allow more ranks than cores (timings suffer)")
 @click.option("--seed", type=int, default=None, help="seed of the sampler and of the size orders")
 @click.option("--foreground", is_flag=True,
@@ -99,9 +100,7 @@ from .options import (
               show_default=True,
               help="confidence of a claim, held together over the candidates and looks")
 @launcher_option(
-              help="how ranks are placed: auto = the Ray cluster of --ray-address, else "
-                   "--hostfile, else the Slurm allocation, else the Ray cluster of RAY_ADDRESS, "
-                   "else this machine")
+              help=f"how ranks are placed: auto = {auto_help()}")
 @launch_with_option()
 @click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
               help="trials at once, each on its own --nodes hosts (concurrent trials share the "
@@ -119,8 +118,7 @@ from .options import (
 @click.option("--verify/--no-verify", default=None,
               callback=lambda _ctx, _param, value: {None: "auto", True: "yes", False: "no"}[value],
               help="at the end, check a confirmed winner against the untuned stack with another "
-                   "benchmark (IMB-MPI1 after the kernel: --imb-dir or PATH; the kernel after "
-                   "IMB)  [default: when one is available]")
+                   f"benchmark ({partner_help()})  [default: when one is available]")
 @click.option("--verify-rounds", type=click.IntRange(min=2), default=20, show_default=True,
               help="interleaved rounds of the independent check")
 @click.option("--per-size/--no-per-size", default=True, show_default=True,

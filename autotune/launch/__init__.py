@@ -17,7 +17,7 @@ from ._groups import NodeGroup, NodePool, StaticGroup, StaticPool, SubsetLaunche
 from ._hostlist import HostListLauncher
 from ._hosts import expand_nodelist, read_hostfile, slurm_end_time, slurm_hosts
 from ._local import LocalLauncher
-from ._select import (BACKENDS, Backend, LaunchOptions, backend, check_launch_tool, check_site_mca,
+from ._select import (BACKENDS, Backend, auto_help, LaunchOptions, backend, check_launch_tool, check_site_mca,
                       make_launcher,
                       make_pool, pick_launcher, ranks_per_node)
 from ._replay import ReplayExecutor, space_from_grid
@@ -34,7 +34,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["BACKENDS", "Backend", "Command", "HostListLauncher", "LaunchOptions", "LaunchSpec",
+__all__ = ["BACKENDS", "Backend", "auto_help", "Command", "HostListLauncher", "LaunchOptions", "LaunchSpec",
            "Launcher", "LocalLauncher", "NodeGroup", "NodePool", "RayPool", "ReplayExecutor",
            "RunResult", "StaticGroup", "StaticPool", "SubsetLauncher", "backend",
            "check_launch_tool", "check_site_mca", "expand_nodelist", "make_launcher",

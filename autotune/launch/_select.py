@@ -139,6 +139,14 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (
 )}
 
 
+def auto_help() -> str:
+    """What `--launcher auto` picks, in its order (pick_launcher), for the option's help."""
+    given = [f"{b.name} when {b.flag} is given" for b in BACKENDS.values() if b.option]
+    found = [f"{b.name} when {b.env} is set" for b in BACKENDS.values() if b.env]
+    last = next(b for b in BACKENDS.values() if b.fallback)
+    return ", else ".join([*given, *found, f"{last.name} ({last.fallback})"])
+
+
 def backend(name: str) -> Backend:
     try:
         return BACKENDS[name]

@@ -20,7 +20,7 @@ DEFAULT_STRATEGY = STRATEGIES[0]
 
 __all__ = ["DEFAULT_STRATEGY", "REGISTRY", "STRATEGIES", "GridStrategy", "RandomStrategy",
            "ScreenStrategy", "SearchSetup", "StagedStrategy", "Strategy", "TpeStrategy",
-           "Verdict", "make_strategy", "strategy_help"]
+           "Verdict", "make_strategy", "prune_help", "strategy_help"]
 
 
 def make_strategy(name: str, *, seed: int | None = None, prune: bool = True,
@@ -39,3 +39,8 @@ def make_strategy(name: str, *, seed: int | None = None, prune: bool = True,
 def strategy_help() -> str:
     """Every strategy with its one phrase, for `--strategy`."""
     return "; ".join(f"{name} ({cls.summary})" for name, cls in REGISTRY.items())
+
+
+def prune_help() -> str:
+    """How each strategy that prunes does it, for `--prune`."""
+    return "; ".join(f"{name}: {cls.prunes}" for name, cls in REGISTRY.items() if cls.prunes)

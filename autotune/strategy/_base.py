@@ -74,6 +74,7 @@ class SearchSetup:
 class Strategy(ABC):
     name: str = ""
     summary: str = ""  # one phrase for `start --strategy`'s help
+    prunes: str = ""  # how --prune stops a losing configuration, for its help ("": it does not)
     cli_options: ClassVar[tuple[OptionSpec, ...]] = ()  # start's options of its own
     launch_order: str = "blocks"  # "blocks": block by block; "rounds": one launch of each in turn
     baseline_every: int | None = None  # candidate launches per default launch (None: --baseline-every)

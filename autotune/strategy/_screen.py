@@ -65,6 +65,7 @@ class ScreenStrategy(Strategy):
     name = "screen"
     summary = ("each knob alone from the untuned stack, then a model of main effects and pairs; "
                "losers raced out")
+    prunes = "when the model's optimistic estimate cannot beat the best by 1%"
     launch_order = "rounds"
     baseline_every = 3
 

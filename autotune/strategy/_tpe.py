@@ -24,6 +24,7 @@ class TpeStrategy(Strategy):
 
     name = "tpe"
     summary = "Optuna's TPE, Wilcoxon pruning"
+    prunes = "Wilcoxon test against the best trial"
     cli_options = (
         OptionSpec("--prune-after", "tpe: launches a trial gets before it may be pruned (at "
                    "p<0.1 the exact test needs 4)", kind="int", default=4, low=2,
