@@ -24,11 +24,14 @@ def below_noise_floor(noise: NoiseFloor | None, claimed: float | None) -> bool:
     return noise is not None and claimed is not None and claimed > 0 and noise.covers(claimed)
 
 
-def verification_for(verification: StoredVerification | None,
-                     trial: int | None) -> StoredVerification | None:
-    """The stored check when it is of `trial` (the current best); an older one is of another
-    configuration and says nothing about this one."""
+def verification_for(verification: StoredVerification | None, trial: int | None,
+                     with_rules: bool | None = None) -> StoredVerification | None:
+    """The stored check when it is of `trial` (the current best) as deployed now: an older one
+    is of another configuration, and one of the trial with adopted per-size rules (or without,
+    when `with_rules`) measured another deployment; neither says anything about this one."""
     if verification is None or trial is None or verification.trial != trial:
+        return None
+    if with_rules is not None and verification.measured.startswith("per-size rules") != with_rules:
         return None
     return verification
 

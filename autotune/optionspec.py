@@ -37,9 +37,13 @@ class OptionSpec:
         return self.field or self.flag[2:].replace("-", "_")
 
 
-def values_of(specs: tuple[OptionSpec, ...], options: object) -> dict[str, object]:
-    """The values `options` (a StartOptions, or anything with those fields) holds for `specs`,
-    by name: a field of its own, else its `declared` pairs, else the spec's default."""
+def value_of(options: object, name: str, default: Any = None) -> Any:
+    """The value `options` (a StartOptions, or anything with those fields) holds for the option
+    `name`: a field of its own, else one of its `declared` pairs, else `default`."""
     declared = dict(getattr(options, "declared", ()) or ())
-    return {spec.name: getattr(options, spec.name, declared.get(spec.name, spec.default))
-            for spec in specs}
+    return getattr(options, name, declared.get(name, default))
+
+
+def values_of(specs: tuple[OptionSpec, ...], options: object) -> dict[str, object]:
+    """The values `options` holds for `specs`, by name (value_of, the spec's default else)."""
+    return {spec.name: value_of(options, spec.name, spec.default) for spec in specs}

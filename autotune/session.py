@@ -39,7 +39,8 @@ from .units import format_size, parse_size_range
 from .warmstart import enqueue_warm_start, load_warm_start
 
 STUDY_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
-SLURM_END_MARGIN = 120.0  # stop launching this long before the job's end (Slurm sends SIGTERM)
+SLURM_END_MARGIN = 120.0  # stop launching this long before the job's end (Slurm sends SIGTERM),
+# or a quarter of what is left of a shorter job
 EXIT_JOB_TIME_UP = 75  # sysexits EX_TEMPFAIL: the job ended the run early; requeue to resume
 DEFAULT_SIZES = "8:1m"
 
@@ -358,7 +359,7 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
         deadlines.append(time.time() + options.time_budget)
     slurm_end = slurm_end_time()
     if slurm_end:
-        deadlines.append(slurm_end - SLURM_END_MARGIN)
+        deadlines.append(slurm_end - min(SLURM_END_MARGIN, max(0.0, slurm_end - time.time()) / 4))
     session.deadline = min(deadlines) if deadlines else None
     session.deadline_is_job_end = bool(slurm_end) and session.deadline == deadlines[-1]
     session.notes.extend(notes)

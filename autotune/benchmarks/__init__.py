@@ -12,7 +12,7 @@ from typing import Any
 from ..collectives import (ALL_COLLECTIVES, COLLECTIVES, NBC_COLLECTIVES,
                            REDUCTION_ELEMENT_BYTES, REDUCTIONS, Buffers, NbcTiming, SizeTiming,
                            blocking_of, buffer_counts, is_nonblocking, overlap_pct)
-from ..optionspec import OptionSpec
+from ..optionspec import OptionSpec, value_of
 from ._base import WRONG_RESULT, Benchmark, BenchmarkOutput, BenchmarkRequest, WrongResult
 from ._mpi4py import (KernelOverhead, Mpi4pyBenchmark, kernel_overhead, kernel_program,
                       parse_kernel_output)
@@ -53,7 +53,7 @@ class BenchmarkKind:
 
     def location(self, values: object) -> dict[str, Any]:
         """{locates: the folder `values` gives}, or {} when it gives none."""
-        where = getattr(values, self.locates, None) if self.locates else None
+        where = value_of(values, self.locates) if self.locates else None
         return {self.locates: where} if where else {}
 
 
@@ -142,7 +142,7 @@ def configured_benchmark(name: str, values: object, *, collective: str | None = 
     given: dict[str, Any] = {}
     for kind in REGISTRY.values():
         for spec in kind.cli_options:
-            value = getattr(values, spec.name, None)
+            value = value_of(values, spec.name)
             if value and (kind.name == name or spec.name != kind.locates):
                 given[spec.name] = value
     return make_benchmark(name, collective=collective, **given)

@@ -24,8 +24,9 @@ def run_session(session, options, trials: int):
     _print_plan(session, options)
     total = trials if trials < UNBOUNDED_TRIALS else None  # None: the time budget ends it
     with ProgressDisplay(total, console=err) as display:
-        summary = session.controller(options, display).run(trials, deadline=session.deadline,
-                                                            search_deadline=session.search_deadline)
+        summary = session.controller(options, display).run(
+            trials, deadline=session.deadline, search_deadline=session.search_deadline,
+            deadline_ends_job=session.deadline_is_job_end)
     _print_run_summary(session.study, summary)
     _print_overlap(session.study)
     if summary.interrupted:

@@ -68,6 +68,20 @@ class LazyChoice(click.Choice):
         return self._loaded
 
 
+class LazyHelpOption(click.Option):
+    """An option whose help text is made when help is shown (from a registry that imports heavy
+    modules), not when the CLI is imported: pass `help_from=callable`."""
+
+    def __init__(self, *args: Any, help_from: Callable[[], str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._help_from = help_from
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        if self.help is None:
+            self.help = self._help_from()
+        return super().get_help_record(ctx)
+
+
 storage_option = click.option("--storage", metavar="URL", envvar="AUTOTUNE_STORAGE",
                               help="Optuna storage URL (sqlite:///..., postgresql://..., "
                                    "journal:PATH); default: SQLite under $AUTOTUNE_HOME")

@@ -8,13 +8,26 @@ from ..errors import InputError
 from ..files import check_output_path, write_output_atomically
 from . import render
 from .models import BestReport, HistoryTable
-from .options import LazyChoice, format_option, open_study, storage_option, study_option
+from .options import (LazyChoice, LazyHelpOption, format_option, open_study, storage_option,
+                      study_option)
 
 
 def _exporters() -> list[str]:
     from ..export import EXPORTERS
 
     return list(EXPORTERS)
+
+
+def _format_help() -> str:
+    from ..export import format_help
+
+    return format_help()
+
+
+def _rules_formats() -> list[str]:
+    from ..export import RULES_FORMATS
+
+    return list(RULES_FORMATS)
 
 
 @click.command()
@@ -75,16 +88,14 @@ def best(fmt: str, study_name: str | None, storage: str | None) -> None:
 
 @click.command()
 @click.option("--format", "fmt", type=LazyChoice(_exporters), default="env", show_default=True,
-              help="file format (env: a file to `source`; ompi-rules: Open MPI coll_tuned "
-                   "dynamic rules; mpich-json: MPICH collective selection; ucc-tune: "
-                   "UCC_TL_UCP_TUNE)")
+              cls=LazyHelpOption, help_from=lambda: f"file format ({_format_help()})")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="write to FILE instead of standard output")
 @click.option("--force", is_flag=True,
               help="write the settings even when the independent check (autotune verify) "
                    "disagrees with the search, and per-size rules that were measured but not "
                    "adopted (ompi-rules)")
-@click.option("--rules-format", type=click.Choice(["classic", "v2", "json"]), default=None,
+@click.option("--rules-format", type=LazyChoice(_rules_formats), default=None,
               help="ompi-rules only: classic (every release), v2 (rule-file-version-2, Open MPI "
                    ">= 5.0.7), json (Open MPI >= 6.0); default: the newest the probed version "
                    "reads")

@@ -121,10 +121,14 @@ class Controller:
     # ------------------------------------------------------------------ loop
 
     def run(self, n_trials: int, deadline: float | None = None,
-            search_deadline: float | None = None) -> RunSummary:
+            search_deadline: float | None = None, *, deadline_ends_job: bool = False
+            ) -> RunSummary:
         """Run up to n_trials; stop launching trials when the next would not end before
         `search_deadline` (else `deadline`), and anything after the search by `deadline`
-        (unix time); on a stop signal or Ctrl-C, fail and re-queue the running trial."""
+        (unix time); on a stop signal or Ctrl-C, fail and re-queue the running trial.
+        `deadline_ends_job`: the deadline is the end of a Slurm job that is requeued to resume
+        the study, so a search it cuts short, or a confirmation that would not end before it,
+        waits for the next job (the confirmation runs once, in the job that reaches it)."""
         summary = self.summary
         self.enqueue_default()
         self.study.set_user_attr(RUN_ATTR, run_attrs(self.run_id, n_trials, time.time(), deadline))
@@ -141,9 +145,11 @@ class Controller:
                         summary.stopped_because = str(exc)
                         break
                     self.pause_if_infrastructure_keeps_failing()
-            if not summary.stopped_because or summary.stopped_because.startswith(
-                    ("time budget", "done:")):
-                self.run_confirmation(deadline)  # it checks the deadline itself
+            cut_by_job = deadline_ends_job and summary.stopped_because.startswith("time budget")
+            if not cut_by_job and (not summary.stopped_because or summary.stopped_because.startswith(
+                    ("time budget", "done:"))):
+                if not self.run_confirmation(deadline, deadline_ends_job):
+                    return summary  # the next job confirms
                 if self.per_size is not None:
                     with self.placement() as placed:  # it checks the deadline itself too
                         summary.rules = self.per_size(placed, deadline)
@@ -187,22 +193,29 @@ class Controller:
         finally:
             self.pool.release(group)
 
-    def run_confirmation(self, deadline: float | None) -> None:
-        """Re-measure the best few against the default (see endgame/confirm.py), if time allows."""
+    def run_confirmation(self, deadline: float | None, deadline_ends_job: bool = False) -> bool:
+        """Re-measure the best few against the default (see endgame/confirm.py), if time allows.
+        False when it would not end before the end of the job: the next job runs it."""
         if self.confirm_top <= 0:
-            return
+            return True
         candidates = self.strategy.confirm_candidates(self.study, self.confirm_top)
         count = len(candidates)
         if not count:  # stored, so that no earlier claim or unconfirmed search figure stands
             self.summary.confirmation = no_candidate(self.study, self.confirm_policy)
             self.events.confirmed(self.summary.confirmation)
-            return
+            return True
         policy = self.confirm_policy
         per_launch = self.next_trial_estimate() / max(1, 2 * len(self.plan.launches()))
         needed = per_launch * 2 * count * policy.min_rounds * len(self.plan.blocks())
         if deadline is not None and time.time() + needed > deadline:
+            if deadline_ends_job:
+                self.summary.stopped_because = ("time budget: the confirmation would not end "
+                                                "before the job does; the next job runs it")
+                self.events.confirming(count, policy.min_rounds,
+                                       skipped="the job ends first: the next job runs it")
+                return False
             self.events.confirming(count, policy.min_rounds, skipped="not enough time left")
-            return
+            return True
         self.events.confirming(count, policy.min_rounds)
         with self.placement() as placed:
             self.summary.confirmation = confirm(self.study, placed.measurer, self.default_settings,
@@ -210,14 +223,22 @@ class Controller:
                                                 self.seed, default_params=self.default_params,
                                                 deadline=deadline)
         self.events.confirmed(self.summary.confirmation)
+        return True
 
     def next_trial_estimate(self) -> float:
-        """Seconds the next trial may take: the longest of the recent ones (a full trial at most)."""
+        """Seconds the next trial may take: the longest of the recent complete ones, of this run
+        or, at its start, of the study's earlier runs (a job that resumes a study knows how long
+        its trials take); with none, a full trial from the plan (a launch is about a second plus
+        one to two times the timed loop per size)."""
         recent = [o.wall_seconds for o in self.summary.outcomes[-10:] if o.state == "COMPLETE"]
+        if not recent:
+            done = self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))[-10:]
+            recent = [(t.datetime_complete - t.datetime_start).total_seconds() for t in done
+                      if t.datetime_complete is not None and t.datetime_start is not None]
         if recent:
             return max(recent)
         launches = len(self.plan.launches()) * 2  # with the interleaved default launches
-        return launches * (1.0 + self.plan.time_per_size * 4 * len(self.plan.sizes) / len(self.plan.blocks()))
+        return launches * (1.0 + self.plan.time_per_size * 2 * len(self.plan.sizes) / len(self.plan.blocks()))
 
     def pause_if_infrastructure_keeps_failing(self) -> None:
         if self.infra_in_a_row < self.infra_pause_after:

@@ -11,9 +11,9 @@ mean over the sizes, is a round score free of the machine's level.
 One failure policy, whatever the rounds are for:
 - a stop request (`interrupted`) passes through at once;
 - a failed launch of the reference (the untuned stack), or the nodes' fault (`infrastructure`)
-  in any arm's launch, loses that block of that round: it is nobody's verdict, and the rest of
-  the block is not launched when nothing is left to pair with; after `LOST_IN_A_ROW` lost blocks
-  in a row the rounds stop and say why;
+  in any arm's launch, loses that pair (a failed reference: the rest of its block, which has
+  nothing left to pair with): it is nobody's verdict; after `LOST_IN_A_ROW` lost launches in a
+  row the rounds stop and say why;
 - any other failure of an arm (a crash, a timeout, a wrong result, output the parser refuses)
   fails that arm with its reason: a configuration that fails once is not one to hand out, and it
   gets no more launches.
@@ -116,7 +116,6 @@ class RoundsEngine:
         self.seconds_per_arm = (time.perf_counter() - t0) / max(1, len(arms))
 
     def _block(self, index: int, order: list[Arm], planned: PlannedLaunch) -> None:
-        has_reference = any(a.is_default for a in order)
         lost_here = False
         for arm in order:
             try:
@@ -128,8 +127,8 @@ class RoundsEngine:
                 if arm.is_default or exc.reason == "infrastructure":
                     self._lose(f"{arm.name}: {exc}"[:300])
                     lost_here = True
-                    if self.stopped or has_reference:
-                        return  # nothing left to pair the rest of the block with
+                    if self.stopped or arm.is_default:
+                        return  # no reference left to pair the rest of the block with
                     continue
                 arm.failed = f"{exc.reason}: {exc.detail}"[:300]
                 continue

@@ -117,6 +117,7 @@ class Rounds:
     argv: tuple[str, ...] = ()
     stopped: str = ""  # why fewer rounds than asked were measured
     wrong_result: str = ""  # the best returned a wrong result: never to be recommended
+    best_failed: str = ""  # the best crashed, hung or gave unreadable output: not to deploy
 
 
 def measure_rounds(measurer: Measurer, default: Arm, best: Arm, weights: dict[int, float],
@@ -131,7 +132,7 @@ def measure_rounds(measurer: Measurer, default: Arm, best: Arm, weights: dict[in
     return Rounds(per_size=per_size_ratios(best, default, measurer.plan.sizes), scores=scores,
                   failures=failures, argv=best.argv, stopped=engine.stopped,
                   wrong_result=best.failed.removeprefix("wrong-result: ")
-                  if best.failed.startswith("wrong-result") else "")
+                  if best.failed.startswith("wrong-result") else "", best_failed=best.failed)
 
 
 def agreement(speedup_interval: tuple[float, float],
@@ -171,6 +172,9 @@ def summarize(measured: Rounds, *, benchmark: str, independent: bool, trial: int
                               argv=measured.argv, measured=deployed)
     if measured.wrong_result:  # whatever the speed, a wrong answer is never recommended
         return replace(base, failed=f"wrong-result: {measured.wrong_result}"[:500], agrees=False)
+    if measured.best_failed:  # rounds before a crash or a hang do not vouch for the rest
+        return replace(base, failed=f"the best failed: {measured.best_failed}"[:500],
+                       agrees=False)
     if len(measured.scores) < MIN_ROUNDS:
         why = measured.stopped or "too few rounds"
         last = f"; last failure: {measured.failures[-1]}" if measured.failures else ""

@@ -38,20 +38,30 @@ class ExportFormat:
     name: str
     write: Exporter
     suffix: str
+    summary: str  # what the file is, for --format's help
     takes_options: bool = False
 
 
 # The registry: a new format is one module and one entry here (the CLI's choices and the
 # campaign's file names come from it).
 EXPORTERS: dict[str, ExportFormat] = {f.name: f for f in (
-    ExportFormat("env", env_file, ".env"),
-    ExportFormat("json", json_file, ".json"),
-    ExportFormat("mca-params", mca_params_file, ".mca-params.conf"),
-    ExportFormat("ompi-rules", ompi_rules_file, ".rules", takes_options=True),
-    ExportFormat("mpich-json", mpich_json_file, ".mpich.json", takes_options=True),
-    ExportFormat("ucc-tune", ucc_tune_file, ".ucc-tune.env", takes_options=True),
+    ExportFormat("env", env_file, ".env", "a file to `source` before mpirun"),
+    ExportFormat("json", json_file, ".json", "everything in one document, for tools"),
+    ExportFormat("mca-params", mca_params_file, ".mca-params.conf",
+                 "an Open MPI mca-params.conf"),
+    ExportFormat("ompi-rules", ompi_rules_file, ".rules", "Open MPI coll_tuned dynamic rules",
+                 takes_options=True),
+    ExportFormat("mpich-json", mpich_json_file, ".mpich.json", "MPICH collective selection",
+                 takes_options=True),
+    ExportFormat("ucc-tune", ucc_tune_file, ".ucc-tune.env", "UCC_TL_UCP_TUNE",
+                 takes_options=True),
 )}
 JSON_SCHEMA = "json-export.schema.json"  # package data: the JSON Schema of --format json
+
+
+def format_help() -> str:
+    """Every format with what it is, for --format's help."""
+    return "; ".join(f"{f.name}: {f.summary}" for f in EXPORTERS.values())
 
 
 def json_schema() -> dict:
@@ -88,7 +98,7 @@ def reader_hint(fmt: str, best: BestConfig, path: str) -> str | None:
 __all__ = ["BestConfig", "COLL_IDS", "EXPORTERS", "ExportFormat", "ExportOptions", "Exporter",
            "JSON_SCHEMA", "MPIRUN_ARGS_VAR", "RULES_FORMATS", "TUNE_VAR", "best_config",
            "check_exportable", "deployment_with_rules", "describe_sizes", "env_file",
-           "export_text", "header_lines",
+           "export_text", "format_help", "header_lines",
            "json_file", "json_schema", "mca_params_file", "mpich_json_file",
            "ompi_rules_campaign", "ompi_rules_file", "ompi_rules_text", "ompi_version",
            "pick_format", "printable", "reader_hint", "rules_for", "ucc_tune_file", "withhold"]

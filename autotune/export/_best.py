@@ -88,6 +88,7 @@ def best_config(study: optuna.Study) -> BestConfig:
             assert chosen.speedup is not None and chosen.speedup_interval is not None
             interval = (chosen.speedup, *chosen.speedup_interval)
     settings = best.settings
+    rules = _rules_of(study, best)
     return BestConfig(study=study.study_name, trial=best.number, value=float(best.value or 0.0),
                       speedup=float(best.speedup or 0.0), is_default=best.is_default,
                       params=dict(best.params), env=dict(settings.env), mca=dict(settings.mca),
@@ -100,8 +101,8 @@ def best_config(study: optuna.Study) -> BestConfig:
                       confirmed_family=confirmation.family if confirmation else 1,
                       confidence=confirmation.confidence if confirmation else 0.95,
                       verification=None if best.is_default else verification_for(
-                          stored_verification(study), best.number),
-                      noise=noise_floor(study), **_rules_of(study, best))
+                          stored_verification(study), best.number, "rules" in rules),
+                      noise=noise_floor(study), **rules)
 
 
 def _rules_of(study: optuna.Study, best: TrialRecord) -> dict:

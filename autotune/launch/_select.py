@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..errors import EnvironmentProblem, InputError
-from ..optionspec import OptionSpec
+from ..optionspec import OptionSpec, value_of
 from ..probe import usable_cores
 from ._groups import NodePool, StaticPool, SubsetLauncher
 from ._hostlist import HostListLauncher
@@ -158,7 +158,7 @@ def pick_launcher(options: LaunchOptions) -> tuple[str, str]:
     """(launcher name, why): --launcher, else the options given, else what the environment says
     (a Slurm allocation, RAY_ADDRESS), else this machine. Options that contradict it are refused
     rather than silently ignored."""
-    given = [b for b in BACKENDS.values() if b.option and getattr(options, b.option)]
+    given = [b for b in BACKENDS.values() if b.option and value_of(options, b.option)]
     if len(given) > 1:
         raise InputError(f"{' and '.join(b.flag for b in given)} name two different sets of "
                          "nodes: give one")

@@ -81,3 +81,22 @@ def test_entries_declare_only_what_they_use():
     assert BACKENDS["ray"].flag == "--ray-address" and BACKENDS["hostfile"].flag == "--hostfile"
     with pytest.raises(ValueError):
         OptionSpec("imb-dir", "no leading dashes")
+
+
+def test_a_new_benchmark_gets_its_declared_option_too(monkeypatch):
+    from autotune.benchmarks import BenchmarkKind, Mpi4pyBenchmark, configured_benchmark
+
+    made = []
+
+    def make(**options):
+        made.append(options)
+        return Mpi4pyBenchmark()
+
+    monkeypatch.setitem(BENCHMARKS, "other", BenchmarkKind(
+        "other", "the other benchmark", "another benchmark", partner="mpi4py", make=make,
+        stored_prefix="Other", cli_options=(OptionSpec("--other-dir", "where it is"),),
+        locates="other_dir"))
+    options = StartOptions.of(collective="allreduce", benchmark="other", other_dir="/opt/other")
+    configured_benchmark("other", options, collective="allreduce")
+    assert made == [{"collective": "allreduce", "other_dir": "/opt/other"}]
+    assert BENCHMARKS["other"].location(options) == {"other_dir": "/opt/other"}

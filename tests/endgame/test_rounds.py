@@ -107,3 +107,11 @@ def test_no_round_starts_that_would_end_after_the_deadline():
     assert engine.stopped == "the time budget left no room for a round"
     assert RoundsEngine(Script({"ref": 1.0, "a": 0.9}), random.Random(1)).run(
         [arm("ref", True), arm("a")], 2, deadline=time.time() + 30) == 2
+
+
+def test_one_arms_infrastructure_failure_costs_the_others_nothing():
+    script = Script({"ref": 1.0, "a": 0.8, "b": 0.9, "c": 0.7}, {"a": ["", "", "infrastructure"]})
+    ref, a, b, c = arm("ref", True), arm("a"), arm("b"), arm("c")
+    RoundsEngine(script, random.Random(1)).run([ref, a, b, c], 3)
+    assert len(round_scores(b, ref, WEIGHTS)[1]) == 3 and len(round_scores(c, ref, WEIGHTS)[1]) == 3
+    assert len(round_scores(a, ref, WEIGHTS)[1]) == 2 and not a.failed

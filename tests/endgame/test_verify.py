@@ -283,3 +283,33 @@ def test_a_real_check_launches_open_mpi_with_the_exported_rules(tmp_path, mpirun
     assert result.rounds_measured == 2 and result.measured.startswith("per-size rules (2 bands")
     assert "coll_tuned_dynamic_rules_filename" in " ".join(result.argv)
     assert stored_verification(study).measured == result.measured
+
+
+def test_a_best_that_fails_after_some_rounds_is_not_vouched_for():
+    """Rounds scored before the best crashed or hung do not make a check that backs it."""
+    class FailsLate(ScriptedMeasurer):
+        def run_launch(self, settings, planned, seed, *, params=None, is_default=False):
+            self.fail = "timeout" if planned.rep >= 3 else ""
+            return super().run_launch(settings, planned, seed, params=params,
+                                      is_default=is_default)
+
+    measured = measure_rounds(FailsLate(0.8), *arms(), {8: 0.5, 1024: 0.5}, 10, random.Random(1))
+    assert len(measured.scores) == 3 and measured.best_failed == "timeout: MPI refused it"
+    result = summarize(measured, benchmark="IMB-MPI1", independent=True, trial=1, rounds=10,
+                       search=(1.2, (1.1, 1.3)))
+    assert result.failed.startswith("the best failed: timeout") and result.agrees is False
+
+
+def test_a_check_of_another_deployment_does_not_count(tmp_path):
+    """A check of the single configuration says nothing once per-size rules are adopted for it,
+    nor the other way round."""
+    from autotune.export import best_config
+    from autotune.storage import StoredVerification
+
+    study = _claimed_study(tmp_path)
+    store(study, StoredVerification(benchmark="IMB-MPI1", independent=True, trial=1, rounds=3,
+                                    rounds_measured=3, speedup=1.2, speedup_interval=(1.1, 1.3),
+                                    agrees=True))
+    assert best_config(study).verification is not None
+    _adopt_rules(study, 1)
+    assert best_config(study).verification is None  # it measured the configuration alone
