@@ -5,6 +5,7 @@ The CLI only parses arguments and prints what this returns."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import re
 import socket
@@ -40,7 +41,9 @@ from .warmstart import enqueue_warm_start, load_warm_start
 
 STUDY_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
 SLURM_END_MARGIN = 120.0  # stop launching this long before the job's end (Slurm sends SIGTERM),
-# or a quarter of what is left of a shorter job
+# or a quarter of what is left of a shorter job; AUTOTUNE_JOB_END_MARGIN (seconds) sets it: the
+# lead of the job's --signal, so that no trial or confirmation starts that the signal would cut
+JOB_END_MARGIN_ENV = "AUTOTUNE_JOB_END_MARGIN"
 EXIT_JOB_TIME_UP = 75  # sysexits EX_TEMPFAIL: the job ended the run early; requeue to resume
 DEFAULT_SIZES = "8:1m"
 
@@ -359,7 +362,7 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
         deadlines.append(time.time() + options.time_budget)
     slurm_end = slurm_end_time()
     if slurm_end:
-        deadlines.append(slurm_end - min(SLURM_END_MARGIN, max(0.0, slurm_end - time.time()) / 4))
+        deadlines.append(slurm_end - job_end_margin(slurm_end))
     session.deadline = min(deadlines) if deadlines else None
     session.deadline_is_job_end = bool(slurm_end) and session.deadline == deadlines[-1]
     session.notes.extend(notes)
@@ -389,3 +392,17 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
                                                   resolved.context_values, options.collective,
                                                   options.nodes, ppn)
     return session
+
+
+def job_end_margin(job_end: float) -> float:
+    """Seconds before the Slurm job's end at which no work starts (see SLURM_END_MARGIN)."""
+    given = os.environ.get(JOB_END_MARGIN_ENV, "").strip()
+    if given:
+        try:
+            margin = float(given)
+        except ValueError:
+            raise InputError(f"{JOB_END_MARGIN_ENV}={given!r}: expected seconds") from None
+        if not math.isfinite(margin) or margin < 0:
+            raise InputError(f"{JOB_END_MARGIN_ENV}={given!r}: expected seconds >= 0")
+        return margin
+    return min(SLURM_END_MARGIN, max(0.0, job_end - time.time()) / 4)

@@ -50,10 +50,15 @@ start() {
         return 0
     fi
     mkdir -p "$dir/state" "$dir/spool" "$dir/log"
-    chmod 755 "$dir"  # munged wants its socket's folder searchable by all
+    # munged wants every folder above its socket searchable by all, and a socket path is short:
+    # the socket lives in a folder of its own under /tmp, named in DIR for `stop`
+    local sockdir
+    sockdir=$(mktemp -d /tmp/autotune-munge.XXXXXX)
+    chmod 755 "$sockdir"
+    echo "$sockdir" > "$dir/munge.dir"
     dd if=/dev/urandom of="$dir/munge.key" bs=1024 count=1 status=none
     chmod 400 "$dir/munge.key"
-    /usr/sbin/munged --key-file="$dir/munge.key" --socket="$dir/munge.socket" \
+    /usr/sbin/munged --key-file="$dir/munge.key" --socket="$sockdir/munge.socket" \
         --pid-file="$dir/munged.pid" --log-file="$dir/log/munged.log" \
         --seed-file="$dir/munged.seed" || die "munged did not start: see $dir/log/munged.log"
     local node cpus ctl_port node_port
@@ -68,7 +73,7 @@ SlurmctldHost=$node(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-AuthInfo=socket=$dir/munge.socket,cred_expire=10
+AuthInfo=socket=$sockdir/munge.socket,cred_expire=10
 CredType=cred/munge
 SlurmctldPort=$ctl_port
 SlurmdPort=$node_port
@@ -134,6 +139,9 @@ stop() {
             kill -KILL "$pid" 2>/dev/null || true
         fi
     done
+    if [ -s "$dir/munge.dir" ]; then
+        rm -rf "$(cat "$dir/munge.dir")"
+    fi
     rm -rf "$dir"
 }
 

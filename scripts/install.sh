@@ -2,7 +2,8 @@
 # Install what autotune needs on Debian/Ubuntu: Open MPI + UCX tools from Debian packages (when
 # missing; needs root), then a virtualenv in .venv with autotune and its Python dependencies from
 # PyPI. mpi4py is built from source against the installed Open MPI. Safe to run again.
-# --test: also what the test suite needs beyond that (headless Chromium renders the report).
+# --test: also what the test suite needs beyond that (headless Chromium renders the report;
+# slurm-wlm and munge run a private Slurm cluster for the tests of real jobs).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 for_tests=0
@@ -27,14 +28,26 @@ missing=()
 for pkg in "${pkgs[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
-if [ ${#missing[@]} -gt 0 ]; then
+# the tests' private Slurm cluster (launchers/private-slurm.sh); no recommends: no mail server
+lean=()
+if [ "$for_tests" = 1 ]; then
+    for pkg in slurm-wlm munge; do
+        dpkg -s "$pkg" >/dev/null 2>&1 || lean+=("$pkg")
+    done
+fi
+if [ $((${#missing[@]} + ${#lean[@]})) -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
-        echo "install.sh: missing Debian packages: ${missing[*]} (run as root, or install them)" >&2
+        echo "install.sh: missing Debian packages: ${missing[*]} ${lean[*]} (run as root, or install them)" >&2
         exit 1
     fi
-    echo "install.sh: apt-get install ${missing[*]}"
+    echo "install.sh: apt-get install ${missing[*]} ${lean[*]}"
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    if [ ${#missing[@]} -gt 0 ]; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+    if [ ${#lean[@]} -gt 0 ]; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${lean[@]}" >/dev/null
+    fi
 fi
 
 "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \

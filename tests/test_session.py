@@ -67,3 +67,20 @@ def test_the_ucx_liveness_check_runs_a_pml_ucx_configuration():
 
     no_ucx = resolve(load_space("openmpi-tuned"), ob1_here, ctx).space
     assert ucx_trial_params(no_ucx, ctx, no_ucx.defaults(ctx)) is None
+
+
+def test_the_job_end_margin_is_the_signal_lead_or_a_quarter_of_a_short_job(monkeypatch):
+    import time
+
+    from autotune.errors import InputError
+    from autotune.session import JOB_END_MARGIN_ENV, job_end_margin
+
+    monkeypatch.delenv(JOB_END_MARGIN_ENV, raising=False)
+    now = time.time()
+    assert job_end_margin(now + 3600) == 120.0  # a long job: two minutes
+    assert 14.0 <= job_end_margin(now + 60) <= 15.0  # a one-minute job: a quarter of it
+    monkeypatch.setenv(JOB_END_MARGIN_ENV, "20")
+    assert job_end_margin(now + 3600) == 20.0
+    monkeypatch.setenv(JOB_END_MARGIN_ENV, "soon")
+    with pytest.raises(InputError, match="AUTOTUNE_JOB_END_MARGIN='soon': expected seconds"):
+        job_end_margin(now + 60)

@@ -1,0 +1,125 @@
+"""A study across real Slurm jobs: the private cluster of launchers/private-slurm.sh (slurmctld,
+slurmd and munged of Debian's slurm-wlm, started for this test), the shipped sbatch template, a
+one-minute time limit far shorter than the study, real mpirun inside the allocation. At the
+limit's signal the daemon stops, the running trial is queued again and the template requeues the
+job; the next job resumes the study until it ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "launchers" / "private-slurm.sh"
+TEMPLATE = ROOT / "launchers" / "autotune.sbatch"
+SPACE = ROOT / "tests" / "data" / "space-grid.yaml"
+CONFIGS = 6  # the space's configurations, the default among them
+STUDY = "allreduce-1n2p-test-grid"
+MARKERS = ("autotune.benchmarks.mpi4py_kernel", "orted", " start --collective")
+
+pytestmark = [pytest.mark.mpi, pytest.mark.slurm]
+
+
+def ours(pattern: str) -> list[str]:
+    out = subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "pgrep" not in line]
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    if not shutil.which("slurmctld", path="/usr/sbin:/usr/bin"):
+        pytest.fail("slurm-wlm is not installed: bash scripts/install.sh --test installs it")
+    where = tmp_path / "slurm"
+    started = subprocess.run([str(SCRIPT), "start", str(where)], capture_output=True, text=True,
+                             timeout=120)
+    assert started.returncode == 0, started.stderr
+    env = dict(os.environ, SLURM_CONF=str(where / "slurm.conf"))
+    try:
+        yield env
+    finally:
+        stopped = subprocess.run([str(SCRIPT), "stop", str(where)], capture_output=True,
+                                 text=True, timeout=120)
+        assert stopped.returncode == 0, stopped.stderr
+        assert not where.exists()
+        assert not [p for p in ours("slurmctld|slurmd|munged|slurmstepd") if str(where) in p]
+
+
+def squeue(env, job: str) -> str:
+    out = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True,
+                         env=env).stdout.strip()
+    return out
+
+
+def status(env) -> dict:
+    proc = subprocess.run([str(Path(sys.executable).parent / "autotune"), "status", "--format",
+                           "json"], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_a_study_lives_across_requeued_jobs_until_it_ends(cluster, tmp_path):
+    env = dict(cluster, AUTOTUNE_HOME=str(tmp_path / "home"),
+               AUTOTUNE=str(Path(sys.executable).parent / "autotune"), TRIALS="100",
+               MAX_REQUEUES="12", AUTOTUNE_JOB_END_MARGIN="20")
+    log = tmp_path / "job.out"
+    submitted = subprocess.run(
+        ["sbatch", "--parsable", "--nodes=1", "--time=1", "--signal=B:TERM@20", "-o", str(log),
+         str(TEMPLATE), "--ppn", "2", "--space", str(SPACE), "--strategy", "grid", "--sizes",
+         "8:4k", "--repetitions", "4", "--stages", "1", "--time-per-size", "0.05",
+         "--no-check-live", "--no-per-size", "--no-verify", "--confirm", "1",
+         "--confirm-rounds", "2", "--confirm-max-rounds", "2"],
+        capture_output=True, text=True, env=env, timeout=60)
+    assert submitted.returncode == 0, submitted.stderr
+    job = submitted.stdout.strip().split(";")[0]
+    deadline = time.monotonic() + 1200
+    states, complete_seen, leftovers = [], 0, []
+    while time.monotonic() < deadline:
+        state = squeue(env, job)
+        if not states or states[-1] != state:
+            states.append(state)
+            if state in ("PENDING", ""):  # between jobs, and after the last: nothing left over
+                time.sleep(1.0)
+                leftovers += [p for m in MARKERS for p in ours(m) if str(tmp_path) in p
+                              or m != " start --collective"]
+        if (tmp_path / "home" / "autotune.db").exists():
+            seen = status(env)
+            assert seen["trials_complete"] >= complete_seen, seen  # never goes back
+            complete_seen = seen["trials_complete"]
+            if state == "PENDING":
+                assert not seen["alive"], seen  # between jobs nobody holds the study
+        if state == "":
+            break
+        time.sleep(2.0)
+    else:
+        pytest.fail(f"the study did not end in 20 min: {states}\n{log.read_text()[-3000:]}")
+    text = log.read_text()
+    runs = text.count("autotune: job ")
+    print(f"\njobs: {runs}; states: {' -> '.join(s or 'gone' for s in states)}")
+    assert leftovers == [], leftovers
+    assert runs >= 3 and "not requeued" not in text, text[-3000:]
+    study = optuna.load_study(study_name=STUDY,
+                              storage=f"sqlite:///{tmp_path / 'home' / 'autotune.db'}")
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    keys = [tuple(sorted(t.params.items())) for t in complete]
+    assert len(keys) == len(set(keys)) == CONFIGS, "a configuration lost or measured twice"
+    interrupted = [t for t in study.trials if t.user_attrs.get("fail_reason") == "interrupted"]
+    requeued = {t.user_attrs.get("requeued_from") for t in study.trials}
+    assert all(t.number in requeued for t in interrupted)  # each one queued again
+    assert not study.get_trials(states=(optuna.trial.TrialState.RUNNING,
+                                        optuna.trial.TrialState.WAITING))
+    before, last = text.rsplit("autotune: job ", 1)
+    assert "confirm" not in before, before[-3000:]  # no job cut short confirmed part of it
+    assert "confirmed best:" in last  # the one confirmation, in the job that reached it
+    assert study.user_attrs.get("autotune.confirmation") is not None
+    final = status(env)
+    assert not final["alive"] and final["trials_complete"] == CONFIGS
+    print(f"trials: {CONFIGS} complete, {len(interrupted)} interrupted by the limit's signal "
+          "and measured again in a later job")
