@@ -45,13 +45,14 @@ def test_end_of_study_check_with_imb_then_verify_with_the_kernel(tmp_path, monke
         study.enqueue_trial({"coll_tuned_allreduce_algorithm": 3})  # trial 1, after the default
         controller = session.controller(options, None)
 
-        def claim(deadline):
+        def claim(deadline, deadline_ends_job=False):
             speedup, (low, high) = CLAIM
             study.set_user_attr(CONFIRMATION_ATTR, {
                 "rounds": 5, "best_trial": 1, "finished": 1.0, "method": "t",
                 "candidates": [{"trial": 1, "params": {}, "round_scores": [], "failed": "",
                                 "speedup": speedup, "speedup_interval": [low, high]}]})
             controller.summary.confirmation = SimpleNamespace(best_trial=1)
+            return True  # confirmed: what follows the confirmation runs
 
         controller.run_confirmation = claim
         summary = controller.run(2)
