@@ -35,14 +35,17 @@ def recover_abandoned(study: optuna.Study) -> list[int]:
     """Trials left RUNNING by an owner that died (the caller holds the study lock, so nobody else
     runs them): mark them failed, and queue their params again once. An owner killed between
     sealing its record and telling its state left a checksum for the record before the failure
-    attributes: the record is sealed again as it now stands, else it would read as corrupt."""
+    attributes: the record is sealed again as it now stands, else it would read as corrupt.
+    An owner killed before it chose a trial's parameters left none: a queued trial's are in its
+    fixed params, a fresh one had none yet and is not queued (the next ask proposes again)."""
     recovered = []
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         record = TrialRecord.from_trial(trial)
         fail_sealed(study, trial._trial_id, trial.number, failure_attrs(  # noqa: SLF001
             "abandoned", "left running by a process that died (killed or crashed)"))
-        if record.requeue_reason != "abandoned":
-            study.enqueue_trial(dict(trial.params), user_attrs=requeue_attrs(
+        params = dict(trial.params) or dict(trial.system_attrs.get("fixed_params") or {})
+        if record.requeue_reason != "abandoned" and (params or record.is_default):
+            study.enqueue_trial(params, user_attrs=requeue_attrs(
                 trial.number, "abandoned", record.is_default))
         recovered.append(trial.number)
     return recovered

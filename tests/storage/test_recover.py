@@ -47,3 +47,17 @@ def test_a_trial_changed_after_it_was_sealed_is_still_corrupt(tmp_path):
         assert "is corrupt" in str(exc)
     else:
         raise AssertionError("a changed record read as whole")
+
+
+def test_a_trial_killed_before_its_parameters_were_chosen(tmp_path):
+    """Killed between ask and the first suggest: a fresh trial is not queued again with no
+    parameters (a run that took it crashed on the missing knobs); a queued one keeps its own."""
+    study = new_study(tmp_path)
+    fresh = study.ask()
+    study.enqueue_trial({"UCX_TLS": "self,sm"})
+    taken = study.ask()  # the queued trial, its parameters not suggested yet
+    assert fresh.params == {} and taken.params == {}
+    assert recover_abandoned(study) == [fresh.number, taken.number]
+    queued = study.get_trials(states=(TrialState.WAITING,))
+    assert [t.system_attrs["fixed_params"] for t in queued] == [{"UCX_TLS": "self,sm"}]
+    assert [TrialRecord.from_trial(t).requeued_from for t in queued] == [taken.number]
