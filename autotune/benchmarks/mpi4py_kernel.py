@@ -68,8 +68,28 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-from mpi4py import MPI
+
+
+def die_with_launcher() -> None:
+    """Have Linux kill this rank when its launcher (mpirun, orted, slurmstepd) dies. A rank whose
+    launcher is killed while it starts waits in PMIx_Init for ever (Open MPI 4.1.4: seen after a
+    SIGKILL of the daemon's process group), holding the GIL, so no thread of ours could notice."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() == 1:  # the launcher died before the request: nothing would signal us
+        os._exit(1)
+
+
+if __name__ == "__main__":  # before MPI starts (at import of mpi4py's MPI); not in a test process
+    die_with_launcher()
+
+import numpy as np  # noqa: E402
+from mpi4py import MPI  # noqa: E402
 
 from autotune.collectives import (ALL_COLLECTIVES, blocking_of, buffer_counts, is_nonblocking,
                                   overlap_pct)
