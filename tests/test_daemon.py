@@ -38,7 +38,9 @@ def load(home, name=STUDY):
     return optuna.load_study(study_name=name, storage=f"sqlite:///{home / 'autotune.db'}")
 
 
-def leftovers():
+def leftovers(home=None):
+    """Daemon, mpirun and kernel processes still alive; with `home`, only those of the daemon
+    whose AUTOTUNE_HOME it is (its launches inherit the variable), not another test's or user's."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
@@ -46,7 +48,10 @@ def leftovers():
         try:
             cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
         except OSError:
+            continue
+        if home is not None and f"AUTOTUNE_HOME={home}".encode() not in environ:
             continue
         if state != "Z" and (any(m in cmd for m in MARKERS) or cmd.startswith("/usr/bin/mpirun")
                              or cmd.startswith("mpirun ")):
@@ -54,11 +59,11 @@ def leftovers():
     return found
 
 
-def wait_no_leftovers(timeout=15.0):
+def wait_no_leftovers(timeout=15.0, home=None):
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and leftovers():
+    while time.monotonic() < deadline and leftovers(home):
         time.sleep(0.2)
-    return leftovers()
+    return leftovers(home)
 
 
 def check_intact(study):
@@ -91,7 +96,7 @@ def test_sigterm_during_a_trial(tmp_path):
     proc = launch(tmp_path, *FAST, "--trials", "30")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # wait until a benchmark of a trial is running
-        if any("mpi4py_kernel" in line for line in leftovers()):
+        if any("mpi4py_kernel" in line for line in leftovers(home=tmp_path)):
             try:
                 if load(tmp_path).get_trials(states=(optuna.trial.TrialState.RUNNING,)):
                     break
@@ -105,7 +110,7 @@ def test_sigterm_during_a_trial(tmp_path):
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
     assert time.monotonic() - t0 < 15
-    assert wait_no_leftovers() == []
+    assert wait_no_leftovers(home=tmp_path) == []
     study = load(tmp_path)
     interrupted = [t for t in study.trials if t.user_attrs.get("fail_reason") == "interrupted"]
     assert len(interrupted) == 1
@@ -129,7 +134,7 @@ def test_twenty_sigkills_at_random_points(tmp_path):
         time.sleep(rng.uniform(0.3, 5.0))
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-        assert wait_no_leftovers() == [], f"after kill {kill}"
+        assert wait_no_leftovers(home=tmp_path) == [], f"after kill {kill}"
         try:
             check_intact(load(tmp_path))
         except KeyError:
