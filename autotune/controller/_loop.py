@@ -145,9 +145,9 @@ class Controller:
                         summary.stopped_because = str(exc)
                         break
                     self.pause_if_infrastructure_keeps_failing()
-            cut_by_job = deadline_ends_job and summary.stopped_because.startswith("time budget")
-            if not cut_by_job and (not summary.stopped_because or summary.stopped_because.startswith(
-                    ("time budget", "done:"))):
+            why = summary.stopped_because
+            cut_by_job = deadline_ends_job and why.startswith("time budget")
+            if not cut_by_job and (not why or why.startswith(("time budget", "done:"))):
                 if not self.run_confirmation(deadline, deadline_ends_job):
                     return summary  # the next job confirms
                 if self.per_size is not None:

@@ -116,10 +116,15 @@ def test_a_study_lives_across_requeued_jobs_until_it_ends(cluster, tmp_path):
     assert not study.get_trials(states=(optuna.trial.TrialState.RUNNING,
                                         optuna.trial.TrialState.WAITING))
     before, last = text.rsplit("autotune: job ", 1)
-    assert "confirm" not in before, before[-3000:]  # no job cut short confirmed part of it
-    assert "confirmed best:" in last  # the one confirmation, in the job that reached it
+    # Slurm may send the limit's signal up to a minute early (its documented resolution), which in
+    # a one-minute job can cut a confirmation the margin let start: then nothing of it is stored
+    # and the next job runs it again. It completes once, in the job that reaches it.
+    assert "confirmed best:" not in before, before[-3000:]
+    cut = before.count("confirming the best")
+    assert before.count("requeueing job") >= cut
+    assert last.count("confirmed best:") == 1, last[-3000:]
     assert study.user_attrs.get("autotune.confirmation") is not None
     final = status(env)
     assert not final["alive"] and final["trials_complete"] == CONFIGS
     print(f"trials: {CONFIGS} complete, {len(interrupted)} interrupted by the limit's signal "
-          "and measured again in a later job")
+          f"and measured again in a later job; confirmations cut by an early signal: {cut}")
