@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -17,8 +16,8 @@ from pathlib import Path
 import optuna
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "launchers" / "private-slurm.sh"
+from tests.slurmbed import ROOT, ours
+
 TEMPLATE = ROOT / "launchers" / "autotune.sbatch"
 SPACE = ROOT / "tests" / "data" / "space-grid.yaml"
 CONFIGS = 6  # the space's configurations, the default among them
@@ -26,30 +25,6 @@ STUDY = "allreduce-1n2p-test-grid"
 MARKERS = ("autotune.benchmarks.mpi4py_kernel", "orted", " start --collective")
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slurm]
-
-
-def ours(pattern: str) -> list[str]:
-    out = subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "pgrep" not in line]
-
-
-@pytest.fixture
-def cluster(tmp_path):
-    if not shutil.which("slurmctld", path="/usr/sbin:/usr/bin"):
-        pytest.fail("slurm-wlm is not installed: bash scripts/install.sh --test installs it")
-    where = tmp_path / "slurm"
-    started = subprocess.run([str(SCRIPT), "start", str(where)], capture_output=True, text=True,
-                             timeout=120)
-    assert started.returncode == 0, started.stderr
-    env = dict(os.environ, SLURM_CONF=str(where / "slurm.conf"))
-    try:
-        yield env
-    finally:
-        stopped = subprocess.run([str(SCRIPT), "stop", str(where)], capture_output=True,
-                                 text=True, timeout=120)
-        assert stopped.returncode == 0, stopped.stderr
-        assert not where.exists()
-        assert not [p for p in ours("slurmctld|slurmd|munged|slurmstepd") if str(where) in p]
 
 
 def squeue(env, job: str) -> str:
