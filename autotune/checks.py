@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .benchmarks import is_nonblocking
 from .errors import EnvironmentProblem, InputError
-from .launch import LaunchSpec
+from .launch import LaunchSpec, mpi4py_for_mpich
 from .measure import classify_failure
 from .probe import Capabilities, HostInfo, parse_node_probe
 from .space import SearchSpace, TrialContext, load_space
@@ -27,6 +27,17 @@ def check_site_settings(options: StartOptions, space: SearchSpace) -> None:
     if clash:
         raise InputError(f"--launcher-mca {clash[0]}: the space tunes it (the untuned stack is "
                          "the reference); remove it, or use a space without that knob")
+
+
+def check_kernel_mpi(benchmark_name: str, caps: Capabilities) -> None:
+    """The kernel under MPICH needs an mpi4py built against MPICH: the environment's links Open
+    MPI, and its ranks would each start alone (or crash) under MPICH's mpiexec."""
+    if benchmark_name == "mpi4py" and caps.mpi_family == "mpich" and mpi4py_for_mpich() is None:
+        raise EnvironmentProblem(
+            f"the mpi4py kernel under {caps.mpi} needs mpi4py built against MPICH: bash "
+            "scripts/install.sh --mpich builds it in .venv/mpi4py-mpich, or build it yourself "
+            "(MPI4PY_BUILD_MPICC=mpicc.mpich pip install --no-binary mpi4py --no-cache-dir "
+            "--target DIR mpi4py) and set AUTOTUNE_MPI4PY_MPICH=DIR")
 
 
 def check_host_count(options: StartOptions, hosts: tuple[str, ...]) -> None:

@@ -5,6 +5,7 @@ import; every reader tolerates a missing tool (an MPICH machine has no ompi_info
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import os
 import platform
@@ -59,6 +60,7 @@ class Capabilities:
     ucx_features: list[str] = field(default_factory=list)  # e.g. "split-thresholds"
     numa: NumaLayout = NumaLayout(1, 1, 1)
     host: str = ""
+    cvars: dict[str, str] = field(default_factory=dict)  # MPICH control variable -> its default
 
     @property
     def mpi(self) -> str:
@@ -222,26 +224,69 @@ def ucx_features() -> list[str]:
     return features
 
 
-def probe_capabilities() -> Capabilities:
-    text = _output(["ompi_info", "--all", "--parsable"])
+def parse_mpivars(text: str) -> dict[str, str]:
+    """From MPICH's `mpivars` (its MPI_T listing): control variable -> default value."""
+    cvars = {}
+    for line in text.splitlines():
+        match = re.match(r"\s+(MPIR_CVAR_\w+)\s*=([^\t]*)\t", line)
+        if match:
+            cvars[match.group(1)] = match.group(2).strip()
+    return cvars
+
+
+@functools.lru_cache(maxsize=None)
+def mpich_accepts(name: str, value: str) -> bool:
+    """Whether this MPICH starts with `name=value`: it parses its control variables in MPI_Init
+    and aborts on a value it does not know ("Invalid MPIR_CVAR_... value"); `mpivars` is one
+    such start, a singleton that takes 50 ms."""
+    if not shutil.which("mpivars"):
+        return False
+    try:
+        proc = subprocess.run(["mpivars"], capture_output=True, text=True, timeout=30,
+                              env={**os.environ, name: value}, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0 and f"Invalid {name} value" not in proc.stderr + proc.stdout
+
+
+def installed_families() -> list[str]:
+    """The MPI families this machine has (Debian installs MPICH beside Open MPI: `mpirun` and
+    `mpiexec` stay Open MPI's, MPICH's are `mpiexec.mpich`, `mpichversion`, `mpivars`)."""
+    found = []
+    if shutil.which("ompi_info"):
+        found.append("openmpi")
+    if shutil.which("mpichversion") or "HYDRA" in _output(["mpiexec", "--version"]):
+        found.append("mpich")
+    return found
+
+
+def _mpich_capabilities() -> tuple[str, str, dict[str, str]]:
+    banner = _output(["mpichversion"]) or _output(["mpiexec", "--version"])
+    if "Intel(R) MPI" in banner:
+        match = re.search(r"Version (\S+)", banner)
+        return "intelmpi", match.group(1) if match else "", {}
+    if "HYDRA" in banner or "MPICH" in banner:
+        match = re.search(r"(?:MPICH )?Version:\s+(\S+)", banner)
+        return "mpich", match.group(1) if match else "", parse_mpivars(_output(["mpivars"]))
+    return "unknown", "", {}
+
+
+def probe_capabilities(family: str | None = None) -> Capabilities:
+    """What this machine offers: Open MPI where ompi_info is found, else MPICH (or another
+    Hydra MPI); `family` "mpich" probes MPICH where both are installed (a space for MPICH)."""
+    text = "" if family == "mpich" else _output(["ompi_info", "--all", "--parsable"])
+    cvars: dict[str, str] = {}
     if text:
         version, components, enumerators, defaults = parse_ompi_info(text)
-        family = "openmpi"
+        found = "openmpi"
     else:
         components, enumerators, defaults = {}, {}, {}
-        banner = _output(["mpiexec", "--version"]) + _output(["mpichversion"])
-        if "Intel(R) MPI" in banner:
-            family, match = "intelmpi", re.search(r"Version (\S+)", banner)
-        elif "HYDRA" in banner or "MPICH" in banner:
-            family, match = "mpich", re.search(r"(?:MPICH )?Version:\s+(\S+)", banner)
-        else:
-            family, match = "unknown", None
-        version = match.group(1) if match else ""
-    return Capabilities(mpi_family=family, mpi_version=version, components=components,
+        found, version, cvars = _mpich_capabilities()
+    return Capabilities(mpi_family=found, mpi_version=version, components=components,
                         enumerators=enumerators, mca_defaults=defaults, ucx_version=ucx_version(),
                         ucx_transports=parse_ucx_devices(_output(["ucx_info", "-d"])),
                         ucx_features=ucx_features(),
-                        numa=read_numa_layout(), host=socket.gethostname())
+                        numa=read_numa_layout(), host=socket.gethostname(), cvars=cvars)
 
 
 # ----------------------------------------------------------------------------- on a compute node

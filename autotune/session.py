@@ -18,8 +18,8 @@ import optuna
 
 from .benchmarks import REDUCTION_ELEMENT_BYTES, REDUCTIONS, Benchmark, configured_benchmark
 from .benchmarks import REGISTRY as BENCHMARK_KINDS
-from .checks import (check_cores, check_host_count, check_site_settings, nbc_notes, probe_nodes,
-                     ucx_trial_params)
+from .checks import (check_cores, check_host_count, check_kernel_mpi, check_site_settings,
+                     nbc_notes, probe_nodes, ucx_trial_params)
 from .controller import Controller
 from .daemon import Owner, StudyLock
 from .errors import AutotuneError, InputError
@@ -31,7 +31,7 @@ from .measure import MeasurementPlan, Measurer, check_ucx_live
 from .objective import check_objective, load_weights, normalize_weights, uniform_weights
 from .options import StartOptions
 from .probe import Capabilities, HostInfo, probe_capabilities, probe_host
-from .space import Removal, SearchSpace, TrialContext, load_space, resolve
+from .space import Removal, SearchSpace, TrialContext, family_of, load_space, resolve
 from .storage import (CONFIG_ATTR, FINGERPRINT_ATTR, RESOLUTION_ATTR, StoredSettings, StudyConfig,
                       autotune_home, default_storage_url, enqueue_default, open_storage,
                       recover_abandoned, stored_config)
@@ -221,9 +221,10 @@ def preflight(options: StartOptions) -> Checked:
         load_warm_start(options.warm_start)
     name, storage_url = study_identity(options)
     open_storage(options.storage)
-    caps = probe_capabilities()
+    caps = probe_capabilities(family_of(space.stack))
     choice, why = pick_launcher(options)
     _check_launch_tool(options, caps, choice)
+    check_kernel_mpi(options.benchmark, caps)
     check_site_mca(options)
     if choice != "ray":  # a Ray cluster counts its nodes on connecting
         check_host_count(options, make_launcher(options, caps, choice, why)[0].hosts())

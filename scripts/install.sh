@@ -2,16 +2,22 @@
 # Install what autotune needs on Debian/Ubuntu: Open MPI + UCX tools from Debian packages (when
 # missing; needs root), then a virtualenv in .venv with autotune and its Python dependencies from
 # PyPI. mpi4py is built from source against the installed Open MPI. Safe to run again.
+# --mpich: also MPICH beside Open MPI (Debian's mpich: mpiexec.mpich; Open MPI keeps mpirun and
+# mpiexec) and, for the kernel under MPICH, a second mpi4py built against it in .venv/mpi4py-mpich.
 # --test: also what the test suite needs beyond that (headless Chromium renders the report;
-# slurm-wlm and munge run a private Slurm cluster for the tests of real jobs).
+# slurm-wlm and munge run a private Slurm cluster for the tests of real jobs; MPICH as --mpich).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 for_tests=0
-case "${1:-}" in
-    "") ;;
-    --test) for_tests=1 ;;
-    *) echo "install.sh: unknown option ${1} (--test: also what the test suite needs)" >&2; exit 2 ;;
-esac
+mpich=0
+for option in "$@"; do
+    case "$option" in
+        --test) for_tests=1; mpich=1 ;;
+        --mpich) mpich=1 ;;
+        *) echo "install.sh: unknown option ${option} (--test: also what the test suite needs;" \
+                "--mpich: also MPICH)" >&2; exit 2 ;;
+    esac
+done
 
 PY="${PYTHON:-python3}"
 pkgs=(openmpi-bin libopenmpi-dev ucx-utils gcc iproute2)  # iproute2: the tests' multi-host bed
@@ -30,11 +36,12 @@ for pkg in "${pkgs[@]}"; do
 done
 # the tests' private Slurm cluster (launchers/private-slurm.sh); no recommends: no mail server
 lean=()
-if [ "$for_tests" = 1 ]; then
-    for pkg in slurm-wlm munge; do
-        dpkg -s "$pkg" >/dev/null 2>&1 || lean+=("$pkg")
-    done
-fi
+leans=()
+[ "$for_tests" = 1 ] && leans+=(slurm-wlm munge)
+[ "$mpich" = 1 ] && leans+=(mpich libmpich-dev)
+for pkg in "${leans[@]}"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || lean+=("$pkg")
+done
 if [ $((${#missing[@]} + ${#lean[@]})) -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "install.sh: missing Debian packages: ${missing[*]} ${lean[*]} (run as root, or install them)" >&2
@@ -58,3 +65,11 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 echo "install.sh: pip install autotune and dependencies into .venv (mpi4py compiles once)"
 .venv/bin/python -m pip install -q --no-binary mpi4py -e ".[test]"
 .venv/bin/python -c 'import mpi4py, optuna; print(f"install.sh: ready (optuna {optuna.__version__}, mpi4py {mpi4py.__version__})")'
+if [ "$mpich" = 1 ] && ! ldd .venv/mpi4py-mpich/mpi4py/MPI*.so 2>/dev/null | grep -q libmpich; then
+    # one extension module links one MPI: the kernel's ranks under MPICH import this build first
+    echo "install.sh: build mpi4py against MPICH into .venv/mpi4py-mpich (compiles once)"
+    version=$(.venv/bin/python -c 'import mpi4py; print(mpi4py.__version__)')
+    rm -rf .venv/mpi4py-mpich
+    MPI4PY_BUILD_MPICC=mpicc.mpich .venv/bin/python -m pip install -q --no-cache-dir \
+        --no-binary mpi4py --no-deps --target .venv/mpi4py-mpich "mpi4py==$version"
+fi

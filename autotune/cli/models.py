@@ -3,7 +3,7 @@ the work; nothing here prints, and nothing here imports Optuna, pandas or MPI at
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -54,6 +54,8 @@ class SpaceValidation:
 @dataclass(frozen=True)
 class ProbeReport:
     caps: Capabilities
+    others: tuple[Capabilities, ...] = ()  # the other MPIs installed here (MPICH beside Open MPI)
+    spaces: dict[str, tuple[str, ...]] = field(default_factory=dict)  # family -> its spaces
 
 
 @dataclass(frozen=True)

@@ -178,7 +178,18 @@ def _(result: ProbeReport) -> list[str | Table]:
                          "--mca pml_ucx_devices any --mca pml_ucx_tls any")
         else:
             lines.append("pml ucx:     not built into this Open MPI")
+    for family in (caps.mpi_family, *(other.mpi_family for other in result.others)):
+        named = result.spaces.get(family, ())
+        if named:
+            lines.append(f"spaces:      {', '.join(named)} for {names_of(family, result)}")
+    for other in result.others:
+        lines.append(f"also here:   {other.mpi} ({len(other.cvars)} control variables in "
+                     f"mpivars); a space for it (--space) runs it")
     return lines
+
+
+def names_of(family: str, result: ProbeReport) -> str:
+    return next(c.mpi for c in (result.caps, *result.others) if c.mpi_family == family)
 
 
 @to_text.register

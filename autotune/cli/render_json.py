@@ -95,7 +95,8 @@ def _(result: SpaceValidation) -> Any:
 
 @to_json.register
 def _(result: ProbeReport) -> Any:
-    return result.caps.to_dict()
+    return {**result.caps.to_dict(), "other_mpis": [other.to_dict() for other in result.others],
+            "spaces": {family: list(names) for family, names in result.spaces.items()}}
 
 
 @to_json.register

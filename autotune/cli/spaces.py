@@ -17,9 +17,17 @@ TEXT_HELP = "text: a table on a terminal, tab-separated lines with a header when
 @format_option("text", "json")
 def probe(fmt: str) -> None:
     """What this machine offers: MPI, components, UCX transports, NUMA layout, pml ucx."""
-    from ..probe import probe_capabilities
+    from ..probe import installed_families, probe_capabilities
+    from ..space import available_spaces, family_of, load_space
 
-    render.emit(ProbeReport(probe_capabilities()), fmt)
+    caps = probe_capabilities()
+    others = tuple(probe_capabilities(family) for family in installed_families()
+                   if family != caps.mpi_family)
+    spaces: dict[str, list[str]] = {}
+    for name in available_spaces():
+        stack = load_space(name).stack
+        spaces.setdefault(family_of(stack) or stack, []).append(name)
+    render.emit(ProbeReport(caps, others, {k: tuple(v) for k, v in spaces.items()}), fmt)
 
 
 @click.group()

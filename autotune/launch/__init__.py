@@ -16,7 +16,7 @@ from ._executor import run_command
 from ._groups import NodeGroup, NodePool, StaticGroup, StaticPool, SubsetLauncher
 from ._hostlist import HostListLauncher
 from ._hosts import expand_nodelist, read_hostfile, slurm_end_time, slurm_hosts
-from ._local import LocalLauncher
+from ._local import LocalLauncher, mpi4py_for_mpich
 from ._select import (BACKENDS, Backend, auto_help, LaunchOptions, backend, check_launch_tool, check_site_mca,
                       make_launcher,
                       make_pool, pick_launcher, ranks_per_node)
@@ -35,7 +35,7 @@ def __getattr__(name: str):
 
 
 __all__ = ["BACKENDS", "Backend", "auto_help", "Command", "HostListLauncher", "LaunchOptions", "LaunchSpec",
-           "Launcher", "LocalLauncher", "NodeGroup", "NodePool", "RayPool", "ReplayExecutor",
+           "Launcher", "LocalLauncher", "mpi4py_for_mpich", "NodeGroup", "NodePool", "RayPool", "ReplayExecutor",
            "RunResult", "StaticGroup", "StaticPool", "SubsetLauncher", "backend",
            "check_launch_tool", "check_site_mca", "expand_nodelist", "make_launcher",
            "make_pool", "pick_launcher", "ranks_per_node", "read_hostfile", "run_command",

@@ -1,7 +1,8 @@
 """The single-host launcher: every rank on this machine, argv by MPI family.
 
 - Open MPI: `mpirun -np N`, MCA parameters as --mca, variables as -x;
-- MPICH and Cray MPICH under Hydra: `mpiexec -n N -ppn N`, every variable as -genv, no MCA.
+- MPICH and Cray MPICH under Hydra: `mpiexec -n N -ppn N` (Debian's `mpiexec.mpich`), every
+  variable as -genv, no MCA; the ranks import the mpi4py built against MPICH.
 
 Building argv needs no MPI installed: without the program on PATH the bare name is used; the
 session refuses up front (check_launch_tool) and the executor reports a missing program as an
@@ -13,6 +14,8 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import sys
+from pathlib import Path
 
 from ..errors import EnvironmentProblem
 from ._base import Command, LaunchSpec
@@ -20,9 +23,26 @@ from ._base import Command, LaunchSpec
 FAMILIES = ("openmpi", "mpich")  # any other family is launched the Open MPI way, as before
 
 
+MPI4PY_FOR_MPICH_ENV = "AUTOTUNE_MPI4PY_MPICH"
+
+
 def launch_program(family: str) -> str:
-    """The command that starts ranks for an MPI family: mpiexec (Hydra) for MPICH, else mpirun."""
-    return "mpiexec" if family == "mpich" else "mpirun"
+    """The command that starts ranks for an MPI family: mpirun, or MPICH's Hydra mpiexec, which
+    Debian names mpiexec.mpich beside Open MPI (whose mpiexec keeps the plain name)."""
+    if family != "mpich":
+        return "mpirun"
+    return "mpiexec.mpich" if shutil.which("mpiexec.mpich") else "mpiexec"
+
+
+def mpi4py_for_mpich() -> Path | None:
+    """The folder of an mpi4py built against MPICH, for the kernel's ranks under MPICH: the
+    environment's own mpi4py is built against Open MPI (one extension module links one MPI),
+    so a second build lives in a folder of its own that MPICH's ranks import first.
+    AUTOTUNE_MPI4PY_MPICH names it; else `mpi4py-mpich` in the environment (install.sh
+    --mpich builds it there). None when there is none."""
+    given = os.environ.get(MPI4PY_FOR_MPICH_ENV, "").strip()
+    folder = Path(given) if given else Path(sys.prefix) / "mpi4py-mpich"
+    return folder if (folder / "mpi4py").is_dir() else None
 
 
 def mpirun_base_args() -> list[str]:
@@ -66,7 +86,11 @@ class LocalLauncher:
 
     def command(self, spec: LaunchSpec) -> Command:
         if self.family == "mpich":
-            return Command(argv=tuple(self._hydra_argv(spec)), hosts=self.hosts())
+            folder = mpi4py_for_mpich()
+            path = os.pathsep.join(p for p in (str(folder or ""), os.environ.get("PYTHONPATH", ""))
+                                   if p)
+            return Command(argv=tuple(self._hydra_argv(spec)), hosts=self.hosts(),
+                           env=(("PYTHONPATH", path),) if folder else ())
         if spec.nodes > 1:
             raise EnvironmentProblem(
                 f"--nodes {spec.nodes} but the local launcher has 1 host ({self.hosts()[0]})")

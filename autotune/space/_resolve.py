@@ -7,10 +7,18 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import SpaceError
-from ..probe import Capabilities
+from ..probe import Capabilities, mpich_accepts
 from ._model import UNSET, Parameter, Requirement, SearchSpace, TrialContext
 
+CVAR_PREFIX = "MPIR_CVAR_"
 STACK_FAMILIES = {"openmpi": ("openmpi",), "mpich": ("mpich",), "cray-mpich": ("mpich",)}
+
+
+def family_of(stack: str) -> str | None:
+    """The MPI family to probe for a space's stack: MPICH for the MPICH stacks (Debian installs
+    it beside Open MPI, which the probe finds first), else None (whatever the machine runs)."""
+    families = STACK_FAMILIES.get(stack, ())
+    return "mpich" if "mpich" in families else None
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,21 @@ def unmet(requirement: Requirement, caps: Capabilities, ctx: TrialContext | None
     elif requirement.kind == "mpi" and requirement.value != caps.mpi_family:
         return f"needs {requirement.value}, this machine runs {caps.mpi}"
     return ""
+
+
+def cvar_problems(param: Parameter, choices: tuple[Any, ...], caps: Capabilities
+                  ) -> tuple[str, dict[Any, str]]:
+    """An MPICH control variable checked against the MPICH that runs the study, as UCX knobs
+    are: its name among those `mpivars` lists (MPICH ignores a name it does not know, so a
+    misspelled one would tune nothing), and each value started once (MPICH aborts in MPI_Init
+    on a value it does not know). Returns why the name is unknown ('' when known) and the
+    rejected choices with why."""
+    if param.name not in caps.cvars:
+        return (f"not a control variable of {caps.mpi} (`mpivars` lists {len(caps.cvars)}; "
+                "MPICH would ignore it)"), {}
+    rejected = {c: f"{caps.mpi} rejects {param.name}={c} at MPI_Init" for c in choices
+                if c != UNSET and not mpich_accepts(param.name, str(c))}
+    return "", rejected
 
 
 def context_value(param: Parameter, caps: Capabilities) -> Any:
@@ -101,6 +124,15 @@ def resolve(space: SearchSpace, caps: Capabilities, ctx: TrialContext) -> Resolv
                 drop.add(p.name)
                 removed.append(Removal(p.name, None, f"its default {p.default} is not offered by {caps.mpi}"))
                 continue
+        if p.name.startswith(CVAR_PREFIX) and caps.cvars:  # MPICH's, checked live
+            unknown, rejected = cvar_problems(p, choices, caps)
+            if unknown or p.default in rejected:
+                drop.add(p.name)
+                removed.append(Removal(p.name, None, unknown or f"{caps.mpi} rejects its default "
+                                       f"{p.default}: {rejected[p.default]}"))
+                continue
+            removed += [Removal(p.name, c, why) for c, why in rejected.items()]
+            choices = tuple(c for c in choices if c not in rejected)
         if p.apply == "context":
             value = context_value(p, caps)
             if value not in choices:
