@@ -69,7 +69,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 
-
 def die_with_launcher() -> None:
     """Have Linux kill this rank when its launcher (mpirun, orted, slurmstepd) dies. A rank whose
     launcher is killed while it starts waits in PMIx_Init for ever (Open MPI 4.1.4: seen after a

@@ -28,6 +28,18 @@ def ranks_with(marker: str) -> list[int]:
     return found
 
 
+def left_after_grace(seed: str, grace: float = 10.0) -> list[int]:
+    """The kernel processes of `seed` still alive after `grace` seconds; killed, so that a failed
+    test leaves nothing running."""
+    deadline = time.monotonic() + grace
+    while ranks_with(seed) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = ranks_with(seed)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    return left
+
+
 @pytest.mark.parametrize("delay", [0.15, 0.3, 0.5, 0.8, 3.0])
 def test_killing_mpirun_ends_its_ranks(mpirun, delay):
     seed = str(int(time.time() * 1000) % 10**9)
@@ -40,13 +52,7 @@ def test_killing_mpirun_ends_its_ranks(mpirun, delay):
     time.sleep(delay)
     proc.kill()  # mpirun alone, not its process group
     proc.wait(timeout=10)
-    deadline = time.monotonic() + 10
-    while ranks_with(seed) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = ranks_with(seed)
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
-    assert left == [], f"ranks outlived mpirun killed after {delay} s"
+    assert left_after_grace(seed) == [], f"ranks outlived mpirun killed after {delay} s"
 
 
 def test_a_kernel_dies_with_its_parent_whatever_the_parent_is():
@@ -67,10 +73,4 @@ def test_a_kernel_dies_with_its_parent_whatever_the_parent_is():
     time.sleep(2.0)  # in MPI_Init or its timed loop
     parent.kill()
     parent.wait(timeout=10)
-    deadline = time.monotonic() + 10
-    while ranks_with(seed) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = ranks_with(seed)
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
-    assert left == [], "the kernel outlived its parent"
+    assert left_after_grace(seed) == [], "the kernel outlived its parent"

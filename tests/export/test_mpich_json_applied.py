@@ -31,6 +31,7 @@ from autotune.export._mpich_json import reader_settings
 from autotune.launch import mpi4py_for_mpich
 from autotune.rules import AlgorithmChoice, RuleSet
 from autotune.storage import StudyConfig
+from tests.export import build_preload
 from tests.storage import CONFIG
 
 pytestmark = pytest.mark.mpi
@@ -65,15 +66,8 @@ def probe(tmp_path_factory) -> Path:
     if not shutil.which("mpiexec.mpich") or mpi4py_for_mpich() is None:
         pytest.fail("MPICH and the mpi4py built against it are missing: bash scripts/install.sh "
                     "--test installs both")
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        pytest.fail("no C compiler (cc/gcc) to build the LD_PRELOAD probe")
-    lib = tmp_path_factory.mktemp("probe") / "ucp_send_probe.so"
-    proc = subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(lib),
-                           str(HERE / "ucp_send_probe.c"), "-ldl"],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, f"building the probe failed:\n{proc.stderr}"
-    return lib
+    return build_preload(HERE / "ucp_send_probe.c", tmp_path_factory.mktemp("probe"),
+                         "the test command installs gcc")
 
 
 def exported(tmp_path: Path, ruleset: RuleSet) -> tuple[Path, dict[str, str]]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +28,7 @@ from autotune.files import write_output_atomically
 from autotune.launch._local import mpirun_base_args
 from autotune.rules import AlgorithmChoice, RuleSet
 from autotune.storage import StudyConfig
+from tests.export import build_preload
 from tests.storage import CONFIG
 
 pytestmark = pytest.mark.mpi
@@ -74,16 +74,9 @@ def _mpi_version(mpirun: str) -> str:
 
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory) -> Path:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        pytest.fail("no C compiler (cc/gcc) to build the LD_PRELOAD probe: the test command "
-                    "installs gcc with Open MPI (apt-get install gcc libopenmpi-dev)")
-    lib = tmp_path_factory.mktemp("probe") / "allreduce_probe.so"
-    proc = subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(lib),
-                           str(HERE / "allreduce_probe.c"), "-ldl"],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, f"building the probe failed:\n{proc.stderr}"
-    return lib
+    return build_preload(HERE / "allreduce_probe.c", tmp_path_factory.mktemp("probe"),
+                         "the test command installs gcc with Open MPI (apt-get install gcc "
+                         "libopenmpi-dev)")
 
 
 def _best(mpi: str) -> BestConfig:
