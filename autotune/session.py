@@ -44,8 +44,14 @@ SLURM_END_MARGIN = 120.0  # stop launching this long before the job's end (Slurm
 # or a quarter of what is left of a shorter job; AUTOTUNE_JOB_END_MARGIN (seconds) sets it: the
 # lead of the job's --signal, so that no trial or confirmation starts that the signal would cut
 JOB_END_MARGIN_ENV = "AUTOTUNE_JOB_END_MARGIN"
-EXIT_JOB_TIME_UP = 75  # sysexits EX_TEMPFAIL: the job ended the run early; requeue to resume
+EXIT_JOB_TIME_UP = 75  # sysexits EX_TEMPFAIL: the job's end stopped the run early; requeue to resume
 DEFAULT_SIZES = "8:1m"
+
+
+def exit_code_for_stop() -> int:
+    """A stop signal inside a Slurm job is the job's time limit (or scancel) arriving before the
+    study ended: exit 75 so the job script requeues and resumes; elsewhere a stop is a clean 0."""
+    return EXIT_JOB_TIME_UP if slurm_end_time() is not None else 0
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ def exe():
     return shutil.which("autotune", path=str(Path(sys.executable).parent)) or "autotune"
 
 
-def launch(home, *args, out=None):
-    env = dict(os.environ, AUTOTUNE_HOME=str(home), COLUMNS="160")
+def launch(home, *args, out=None, extra_env=None):
+    env = dict(os.environ, AUTOTUNE_HOME=str(home), COLUMNS="160", **(extra_env or {}))
     return subprocess.Popen([exe(), "start", *args], env=env, stdin=subprocess.DEVNULL,
                             stdout=out or subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
@@ -92,8 +92,12 @@ def test_two_simultaneous_starts_exactly_one_runs(tmp_path):
     assert "already running (pid" in refused and " on " in refused
 
 
-def test_sigterm_during_a_trial(tmp_path):
-    proc = launch(tmp_path, *FAST, "--trials", "30")
+@pytest.mark.parametrize("in_slurm_job", [False, True], ids=["terminal", "slurm-job"])
+def test_sigterm_during_a_trial(tmp_path, in_slurm_job):
+    """Outside Slurm a stop is a clean exit 0; inside a job (whose end is hours away) the signal
+    is the job ending early: exit 75, so the job script requeues and the next job resumes."""
+    job = {"SLURM_JOB_END_TIME": str(int(time.time()) + 4 * 3600)} if in_slurm_job else {}
+    proc = launch(tmp_path, *FAST, "--trials", "30", extra_env=job)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # wait until a benchmark of a trial is running
         if any("mpi4py_kernel" in line for line in leftovers(home=tmp_path)):
@@ -108,7 +112,7 @@ def test_sigterm_during_a_trial(tmp_path):
     t0 = time.monotonic()
     os.kill(proc.pid, signal.SIGTERM)
     out, _ = proc.communicate(timeout=30)
-    assert proc.returncode == 0, out
+    assert proc.returncode == (75 if in_slurm_job else 0), out
     assert time.monotonic() - t0 < 15
     assert wait_no_leftovers(home=tmp_path) == []
     study = load(tmp_path)

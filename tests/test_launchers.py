@@ -18,7 +18,7 @@ case "$(basename "$0") $*" in
   srun*hostname*) echo "10.1.0.1 fe80::1" ;;
   "ray status"*) printf ' 0.0/3.0 CPU\\n 0.0/3.0 mpi_node\\n' ;;
   srun*--block*|autotune*)
-    trap 'echo "$(basename "$0") got TERM" >> "$STUB_LOG"; exit 0' TERM
+    trap 'echo "$(basename "$0") got TERM" >> "$STUB_LOG"; exit "${STUB_TERM_EXIT:-75}"' TERM
     if [ -n "${STUB_EXIT:-}" ] && [ "$(basename "$0")" = autotune ]; then exit "$STUB_EXIT"; fi
     while true; do sleep 0.1; done ;;
 esac
@@ -92,6 +92,30 @@ def test_sbatch_does_not_requeue_a_finished_study_or_past_the_limit(stubs):
     out, _ = proc.communicate(timeout=30)
     assert "not requeued (MAX_REQUEUES=5)" in out
     assert not [c for c in calls(log) if c.startswith("scontrol requeue")]
+
+
+@pytest.mark.parametrize("template", ["autotune.sbatch", "ray-on-slurm.sbatch"])
+def test_a_study_that_ended_just_before_the_signal_is_not_requeued(stubs, template):
+    """The TERM came while autotune was printing its summary: it exits 0, the study is done."""
+    env, log = stubs
+    proc = run_template(template, {**env, "STUB_TERM_EXIT": "0"}, "--nodes", "1")
+    wait_for(log, "autotune start")
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "autotune got TERM" in calls(log)
+    assert not [c for c in calls(log) if c.startswith("scontrol requeue")]
+    assert "the study ended before the time limit; not requeued" in out
+
+
+@pytest.mark.parametrize("term_exit", ["143", "1"])
+def test_requeued_when_the_signal_came_before_autotune_could_handle_it(stubs, term_exit):
+    env, log = stubs
+    proc = run_template("autotune.sbatch", {**env, "STUB_TERM_EXIT": term_exit})
+    wait_for(log, "autotune start")
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 0 and calls(log)[-1] == "scontrol requeue 4242"
 
 
 @pytest.mark.parametrize("template", ["autotune.sbatch", "ray-on-slurm.sbatch"])

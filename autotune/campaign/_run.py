@@ -158,6 +158,7 @@ class CampaignRunner:
                  outcome: CampaignOutcome) -> int | None:
         """Run one case; an exit code when the whole campaign must stop, else None."""
         from ..daemon import StopRequested
+        from ..session import EXIT_JOB_TIME_UP, exit_code_for_stop
 
         budget = search_deadline = None
         if self.deadline is not None:
@@ -170,7 +171,7 @@ class CampaignRunner:
             session = self.prepare(opts)
         except StopRequested:
             outcome.stopped = "stopped before the case started"
-            return 0
+            return exit_code_for_stop()
         except AutotuneError as exc:  # bad for this case only (e.g. more ranks than cores)
             outcome.failed[case] = str(exc)
             self._update(studies[case], stopped=f"could not start: {exc}")
@@ -197,12 +198,10 @@ class CampaignRunner:
             if summary.interrupted:
                 outcome.stopped = "stopped"
                 self._update(study, stopped="stopped by a signal; resumes in the next run")
-                return 0
+                return exit_code_for_stop()  # inside a Slurm job: 75, and the job script requeues
             confirmed = summary.confirmation is not None or self.options.base.confirm_top <= 0
             if (summary.stopped_because.startswith("time budget") and session.deadline_is_job_end
                     and not confirmed):  # the job ends before this case could be confirmed
-                from ..session import EXIT_JOB_TIME_UP
-
                 outcome.stopped = "the Slurm job ends"
                 self._update(study, stopped="the Slurm job ended; resumes in the next run")
                 self.say(f"the Slurm job ends: exit {EXIT_JOB_TIME_UP}; a requeued job resumes "

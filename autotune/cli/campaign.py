@@ -4,6 +4,7 @@ in the background like `start`; `campaign status|stop|logs|report|export` for th
 from __future__ import annotations
 
 import re
+import sys
 
 import click
 
@@ -140,7 +141,6 @@ def _refuse_if_running(lock, name: str) -> None:
 def _run_foreground(options) -> None:
     import os
     import socket
-    import sys
     import time
 
     from ..campaign import CampaignRunner, allocation_nodes, case_options
@@ -163,8 +163,10 @@ def _run_foreground(options) -> None:
                                 on_ready=mark_ready)
         outcome = runner.run()
     except StopRequested:  # between two cases: nothing runs, everything is stored
+        from ..session import exit_code_for_stop
+
         err.print(f"campaign {options.name} stopped; the same command resumes it")
-        return
+        sys.exit(exit_code_for_stop())
     finally:
         lock.release()
     render.emit(CampaignStatusReport(_status(options.base.storage, options.name)))

@@ -36,14 +36,20 @@ def run_session(session, options, trials: int):
 
 
 def exit_for(session, summary) -> None:
-    """A requested stop or finished run is a clean exit; the end of a Slurm job exits 75 so a job
-    script can requeue itself; any other early stop exits 1."""
+    """A requested stop or finished run is a clean exit; the end of a Slurm job (its time limit's
+    signal, or no time left for another trial) exits 75 so a job script can requeue itself, and
+    a study that ended just before the signal exits 0 and is not requeued; any other early stop
+    exits 1."""
+    from ..session import EXIT_JOB_TIME_UP, exit_code_for_stop
+
     if summary.interrupted:
+        if exit_code_for_stop():
+            err.print(f"stopped inside a Slurm job: exit {EXIT_JOB_TIME_UP}, so a job script can "
+                      "requeue itself and resume the study")
+            sys.exit(EXIT_JOB_TIME_UP)
         return
     if summary.stopped_because.startswith("time budget"):
         if session.deadline_is_job_end:
-            from ..session import EXIT_JOB_TIME_UP
-
             err.print(f"the Slurm job ends before another trial would finish: exit "
                       f"{EXIT_JOB_TIME_UP}, so a job script can requeue itself and resume the "
                       "study")

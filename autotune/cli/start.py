@@ -135,7 +135,7 @@ def start(trials: int, foreground: bool, launcher_mca: tuple[str, ...], **fields
     arguments); --foreground keeps it in this terminal."""
     from ..daemon import StopRequested, install_stop_handlers, mark_ready
     from ..options import StartOptions
-    from ..session import prepare_session
+    from ..session import exit_code_for_stop, prepare_session
 
     options = StartOptions.of(**fields, launcher_mca=tuple(name_value(i) for i in launcher_mca))
     if not foreground:
@@ -146,7 +146,7 @@ def start(trials: int, foreground: bool, launcher_mca: tuple[str, ...], **fields
         session = prepare_session(options)
     except StopRequested:
         render.err.print("stopped before the first trial")
-        return
+        sys.exit(exit_code_for_stop())
     mark_ready()  # a background `start` waits for this before it says the run is going
     from .foreground import exit_for, run_session
 
