@@ -57,14 +57,16 @@ def check_cores(options: StartOptions, ppn: int, host: HostInfo) -> None:
 NODE_PROBE_TIMEOUT = 180.0
 
 
-def probe_nodes(pool: NodePool) -> tuple[Capabilities, HostInfo]:
+def probe_nodes(pool: NodePool, family: str | None = None) -> tuple[Capabilities, HostInfo]:
     """MPI, UCX, NUMA layout, CPU and cores as the nodes see them, probed on the first node of a
     group (`python -m autotune.probe`, unbound, through the same launcher as the trials): the
     machine running autotune may be a login node or a laptop with nothing in common with them.
-    The nodes of an allocation are taken to be alike."""
+    The nodes of an allocation are taken to be alike. `family` is the MPI the study runs (the
+    nodes may have both)."""
     group = pool.acquire()
     try:
-        spec = LaunchSpec(nodes=1, ppn=1, program=(sys.executable, "-m", "autotune.probe"),
+        which = ("--family", family) if family else ()
+        spec = LaunchSpec(nodes=1, ppn=1, program=(sys.executable, "-m", "autotune.probe", *which),
                           mpirun_args=("--bind-to", "none"))
         result = group.run(group.command(spec), NODE_PROBE_TIMEOUT)
     finally:

@@ -314,9 +314,14 @@ def parse_node_probe(stdout: str) -> tuple[Capabilities, HostInfo]:
     raise ValueError("the node probe printed no result")
 
 
-def main() -> None:
-    """Run on a compute node (under mpirun or srun, unbound) by the launchers of other hosts."""
-    caps = probe_capabilities()
+def main(argv: list[str] | None = None) -> None:
+    """Run on a compute node (under mpirun, mpiexec or srun, unbound) by the launchers of other
+    hosts; `--family mpich` probes MPICH where both MPIs are installed."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m autotune.probe")
+    parser.add_argument("--family", choices=("openmpi", "mpich"), default=None)
+    caps = probe_capabilities(parser.parse_args(argv).family)
     print(NODE_PROBE_MARK + json.dumps({"capabilities": caps.to_dict(),
                                         "host": probe_host(caps).to_dict()}), flush=True)
 

@@ -208,7 +208,7 @@ def record_with(options: Any, passes: int, output: Path, seed: int,
         if checked.launcher == "local":
             caps, host = checked.caps, probe_host(checked.caps)
         else:
-            caps, host = probe_nodes(pool)
+            caps, host = probe_nodes(pool, checked.caps.mpi_family)
         check_cores(options, checked.ppn, host)
         ctx = TrialContext(options.collective, options.nodes)
         resolved = resolve(checked.space, caps, ctx)

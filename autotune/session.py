@@ -276,7 +276,7 @@ def prepare_session(options: StartOptions) -> Session:
         if choice == "local":
             host = probe_host(caps)
         else:  # what counts is the nodes, not the machine autotune runs on
-            caps, host = probe_nodes(pool)
+            caps, host = probe_nodes(pool, caps.mpi_family)
             notes.append(f"nodes probed on {host.host}: {host.mpi}, UCX {host.ucx or '-'}, "
                          f"{host.cores} cores, NPS {caps.numa.nps}, {host.cpu_model}")
         check_cores(options, ppn, host)

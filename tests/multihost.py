@@ -25,9 +25,16 @@ class TestBed:
     site_mca: list[str]  # --launcher-mca values
     tag: str = ""  # prefix of the namespaces (<tag>h1, ...) and links
     gateway: str = ""  # this machine's address on the bridge
+    calls: str = ""  # a file the agent appends each host it was asked to reach to
 
     def launcher_args(self) -> list[str]:
         return [arg for item in self.site_mca for arg in ("--launcher-mca", item)]
+
+    def hydra_env(self) -> dict[str, str]:
+        """The same site settings for MPICH's Hydra, in its own environment variables: the agent
+        as its ssh, and the bridge as the interface its proxies call back on."""
+        return {"HYDRA_LAUNCHER": "ssh", "HYDRA_LAUNCHER_EXEC": self.agent,
+                "HYDRA_IFACE": f"{self.tag}br"}
 
 
 def _ip(*args: str) -> None:
@@ -70,13 +77,17 @@ def _build(tmp: Path, count: int, tag: str, n: int, bridge: str) -> TestBed:
         hosts.append(addr)
         cases.append(f"  {addr}) ns={ns};;")
     agent = tmp / "netns-agent.sh"
-    # Open MPI calls: agent HOST COMMAND...; COMMAND is a shell line (it may start with PATH=...)
-    agent.write_text("#!/bin/sh\nhost=$1; shift\ncase $host in\n" + "\n".join(cases)
+    # Open MPI calls: agent HOST COMMAND...; COMMAND is a shell line (it may start with PATH=...);
+    # Hydra calls it as it calls ssh: agent -x HOST PROXY ARGS...
+    agent.write_text("#!/bin/sh\nwhile [ \"${1#-}\" != \"$1\" ]; do shift; done  # ssh options\n"
+                     f"host=$1; shift\necho \"$host\" >> {tmp / 'agent-calls.log'}\n"
+                     "case $host in\n" + "\n".join(cases)
                      + "\n  *) echo \"unknown test host $host\" >&2; exit 1;;\nesac\n"
                      'exec ip netns exec $ns unshare --uts sh -c "hostname $ns; $*"\n')
     agent.chmod(0o755)
     subnet = SUBNET.format(n=n)
     return TestBed(hosts=hosts, agent=str(agent), tag=tag, gateway=f"10.78.{n}.1",
+                   calls=str(tmp / "agent-calls.log"),
                    site_mca=[f"plm_rsh_agent={agent}", f"oob_tcp_if_include={subnet}",
                              f"btl_tcp_if_include={subnet}"])
 

@@ -63,7 +63,7 @@ def run_verify(request: VerifyRequest, *, on_start: Callable[[str], None] | None
                                launcher=request.launcher, hostfile=request.hostfile,
                                launcher_mca=request.launcher_mca,
                                oversubscribe=request.oversubscribe)
-        caps = probe_capabilities()
+        caps = probe_capabilities(_family_of(study))
         launcher, why = pick_launcher(options)
         check_launch_tool(options, caps, launcher)
         pool, note = make_pool(options, caps, launcher, why)
@@ -87,3 +87,12 @@ def run_verify(request: VerifyRequest, *, on_start: Callable[[str], None] | None
             pool.close()
     finally:
         lock.release()
+
+
+def _family_of(study) -> str | None:
+    """The MPI the study ran (its fingerprint says, e.g. "MPICH 4.0.2"): where both are installed
+    the check must launch the same one."""
+    from ..storage import FINGERPRINT_ATTR
+
+    mpi = str(study.user_attrs.get(FINGERPRINT_ATTR, {}).get("mpi", ""))
+    return "mpich" if "MPICH" in mpi else None

@@ -5,6 +5,11 @@
 - srun (Slurm only): `srun --nodelist h1,h2 --ntasks-per-node ppn --mpi=pmix`, MCA parameters as
   OMPI_MCA_* variables (srun exports the environment), mapping options translated.
 
+MPICH runs under its own Hydra mpiexec instead of mpirun: `mpiexec -n N -ppn P -hosts h1,h2`,
+variables as -genv. Hydra is told how to reach the hosts the way a site tells it, by its own
+environment variables (HYDRA_LAUNCHER_EXEC, HYDRA_IFACE, ...), not by MCA parameters; inside a
+Slurm job Hydra starts its proxies with srun by itself.
+
 Building argv needs neither program on PATH here (the bare name is used then): the session
 checks the tool up front and the executor reports a missing program as an infrastructure failure.
 """
@@ -15,7 +20,7 @@ import shutil
 
 from ..errors import EnvironmentProblem, InputError
 from ._base import Command, LaunchSpec
-from ._local import mpirun_base_args, spec_args
+from ._local import hydra_argv, launch_program, mpich_env, mpirun_base_args, spec_args
 
 METHODS = ("mpirun", "srun")
 
@@ -59,21 +64,32 @@ def srun_mapping_args(mpirun_args: tuple[str, ...]) -> list[str]:
 class HostListLauncher:
     def __init__(self, name: str, hosts: list[str] | tuple[str, ...],
                  site_mca: tuple[tuple[str, str], ...] = (), mpirun: str | None = None,
-                 method: str = "mpirun", srun: str | None = None) -> None:
+                 method: str = "mpirun", srun: str | None = None, family: str = "openmpi"
+                 ) -> None:
         if method not in METHODS:
             raise EnvironmentProblem(f"unknown launch method {method!r} (use {' or '.join(METHODS)})")
+        self.family = "mpich" if family == "mpich" else "openmpi"
+        if self.family == "mpich" and method == "srun":
+            raise InputError("--launch-with srun runs Open MPI (srun --mpi=pmix); MPICH "
+                                     "runs under its mpiexec, which uses srun inside the job itself")
+        if self.family == "mpich" and site_mca:
+            raise InputError("--launcher-mca sets Open MPI's MCA parameters; MPICH's "
+                                     "mpiexec takes its site settings from its own environment "
+                                     "variables (HYDRA_LAUNCHER_EXEC, HYDRA_IFACE, ...)")
         self.name = name
         self._hosts = tuple(hosts)
         self.site_mca = site_mca
         self.method = method
-        self.mpirun = mpirun or shutil.which("mpirun") or "mpirun"
+        tool = launch_program(self.family)
+        self.mpirun = mpirun or shutil.which(tool) or tool
         self.srun = srun or shutil.which("srun") or "srun"
 
     def hosts(self) -> tuple[str, ...]:
         return self._hosts
 
     def on_hosts(self, hosts: tuple[str, ...]) -> "HostListLauncher":
-        return HostListLauncher(self.name, hosts, self.site_mca, self.mpirun, self.method, self.srun)
+        return HostListLauncher(self.name, hosts, self.site_mca, self.mpirun, self.method, self.srun,
+                                family=self.family)
 
     def command(self, spec: LaunchSpec) -> Command:
         if spec.nodes > len(self._hosts):
@@ -82,6 +98,9 @@ class HostListLauncher:
         hosts = self._hosts[:spec.nodes]
         if self.method == "srun":
             return self._srun_command(spec, hosts)
+        if self.family == "mpich":
+            return Command(argv=tuple(hydra_argv(self.mpirun, spec, hosts)), env=mpich_env(),
+                           hosts=hosts)
         argv = [self.mpirun, *mpirun_base_args(), "-np", str(spec.ranks),
                 "--host", ",".join(f"{h}:{spec.ppn}" for h in hosts)]
         for name, value in self.site_mca:

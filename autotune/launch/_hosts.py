@@ -21,7 +21,8 @@ def check_host(name: str, origin: str) -> str:
 
 
 def read_hostfile(path: str | Path) -> list[str]:
-    """Host names of an Open MPI hostfile (`host [slots=N] ...`, # comments), in order, once each."""
+    """Host names of a hostfile, in order, once each: Open MPI's form (`host [slots=N] ...`) or
+    Hydra's (`host[:N]`), # comments."""
     from ..files import HOSTFILE_MAX_BYTES, read_text_input
 
     text = read_text_input(path, "hostfile", HOSTFILE_MAX_BYTES)
@@ -29,7 +30,11 @@ def read_hostfile(path: str | Path) -> list[str]:
     for line in text.splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
-            host = check_host(line.split()[0], str(path))
+            first = line.split()[0]
+            name, _, count = first.partition(":")  # Hydra's host:N
+            if count and not count.isdigit():
+                raise InputError(f"{path}: {first!r} is not host or host:N")
+            host = check_host(name, str(path))
             if host not in hosts:
                 hosts.append(host)
     if not hosts:

@@ -2,7 +2,8 @@
 
 - Open MPI: `mpirun -np N`, MCA parameters as --mca, variables as -x;
 - MPICH and Cray MPICH under Hydra: `mpiexec -n N -ppn N` (Debian's `mpiexec.mpich`), every
-  variable as -genv, no MCA; the ranks import the mpi4py built against MPICH.
+  variable as -genv, no MCA; the ranks import the mpi4py built against MPICH (hydra_argv and
+  mpich_env serve the host-list launcher too).
 
 Building argv needs no MPI installed: without the program on PATH the bare name is used; the
 session refuses up front (check_launch_tool) and the executor reports a missing program as an
@@ -45,6 +46,31 @@ def mpi4py_for_mpich() -> Path | None:
     return folder if (folder / "mpi4py").is_dir() else None
 
 
+def mpich_env() -> tuple[tuple[str, str], ...]:
+    """The environment MPICH's ranks need: PYTHONPATH with the mpi4py built against MPICH first
+    (Hydra passes mpiexec's environment on to every rank, on every host)."""
+    folder = mpi4py_for_mpich()
+    if folder is None:
+        return ()
+    path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
+    return (("PYTHONPATH", path),)
+
+
+def hydra_argv(program: str, spec: LaunchSpec, hosts: tuple[str, ...] = ()) -> list[str]:
+    """Hydra's mpiexec: `-n N -ppn P [-hosts h1,h2]`, every variable as -genv. How Hydra reaches
+    the hosts and which interface it uses are the site's own Hydra settings (HYDRA_LAUNCHER_EXEC,
+    HYDRA_IFACE, ... in the environment, which mpiexec inherits); MCA parameters do not exist."""
+    if spec.mca:
+        names = ", ".join(name for name, _ in spec.mca)
+        raise EnvironmentProblem(f"MCA parameters ({names}) are Open MPI's; MPICH has none")
+    argv = [program, "-n", str(spec.ranks), "-ppn", str(spec.ppn)]
+    if hosts:
+        argv += ["-hosts", ",".join(hosts)]
+    for name, value in spec.env:
+        argv += ["-genv", name, value]  # every rank sees it, whatever the launcher's env
+    return [*argv, *spec.mpirun_args, *spec.program]
+
+
 def mpirun_base_args() -> list[str]:
     """Options every Open MPI launch needs here: root permission is explicit, never implied."""
     args = []
@@ -85,26 +111,12 @@ class LocalLauncher:
         return self  # one host: every group is this machine
 
     def command(self, spec: LaunchSpec) -> Command:
-        if self.family == "mpich":
-            folder = mpi4py_for_mpich()
-            path = os.pathsep.join(p for p in (str(folder or ""), os.environ.get("PYTHONPATH", ""))
-                                   if p)
-            return Command(argv=tuple(self._hydra_argv(spec)), hosts=self.hosts(),
-                           env=(("PYTHONPATH", path),) if folder else ())
         if spec.nodes > 1:
             raise EnvironmentProblem(
-                f"--nodes {spec.nodes} but the local launcher has 1 host ({self.hosts()[0]})")
+                f"--nodes {spec.nodes} but the {self.name} launcher has 1 host ({self.hosts()[0]})")
+        if self.family == "mpich":
+            return Command(argv=tuple(hydra_argv(self.program, spec)), hosts=self.hosts(),
+                           env=mpich_env())
         argv = [self.program, *mpirun_base_args(), "-np", str(spec.ranks), *spec_args(spec),
                 *spec.program]
         return Command(argv=tuple(argv), hosts=self.hosts())
-
-    def _hydra_argv(self, spec: LaunchSpec) -> list[str]:
-        if spec.mca:
-            names = ", ".join(name for name, _ in spec.mca)
-            raise EnvironmentProblem(f"MCA parameters ({names}) are Open MPI's; MPICH has none")
-        if spec.nodes > 1:
-            raise EnvironmentProblem(f"--nodes {spec.nodes}: the MPICH launcher runs on this host only")
-        argv = [self.program, "-n", str(spec.ranks), "-ppn", str(spec.ppn)]
-        for name, value in spec.env:
-            argv += ["-genv", name, value]  # every rank sees it, whatever the launcher's env
-        return [*argv, *spec.mpirun_args, *spec.program]

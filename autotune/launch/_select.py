@@ -72,19 +72,17 @@ class Backend:
         return next(s.flag for s in self.cli_options if s.name == self.option)
 
 
-def _mpirun(options: LaunchOptions, family: str) -> tuple[str, str]:
+def _mpi_tool(options: LaunchOptions, family: str) -> tuple[str, str]:
+    """The program that starts ranks of this MPI family here: mpirun, or MPICH's mpiexec."""
+    if family == "mpich":
+        return launch_program(family), "install MPICH (scripts/install.sh --mpich on Debian)"
     return "mpirun", OPEN_MPI_HINT
-
-
-def _local_tool(options: LaunchOptions, family: str) -> tuple[str, str]:
-    program = launch_program(family)
-    return (program, "install MPICH's mpiexec") if program == "mpiexec" else _mpirun(options, family)
 
 
 def _slurm_tool(options: LaunchOptions, family: str) -> tuple[str, str]:
     if options.launch_with == "srun":
         return "srun", "--launch-with srun runs inside a Slurm allocation"
-    return _mpirun(options, family)
+    return _mpi_tool(options, family)
 
 
 def _local(options: LaunchOptions, family: str) -> SubsetLauncher:
@@ -94,7 +92,8 @@ def _local(options: LaunchOptions, family: str) -> SubsetLauncher:
 def _hostfile(options: LaunchOptions, family: str) -> SubsetLauncher:
     if not options.hostfile:
         raise InputError("--launcher hostfile needs --hostfile FILE")
-    return HostListLauncher("hostfile", read_hostfile(options.hostfile), options.launcher_mca)
+    return HostListLauncher("hostfile", read_hostfile(options.hostfile), options.launcher_mca,
+                            family=family)
 
 
 def _slurm(options: LaunchOptions, family: str) -> SubsetLauncher:
@@ -102,7 +101,7 @@ def _slurm(options: LaunchOptions, family: str) -> SubsetLauncher:
     if not nodelist:
         raise InputError("--launcher slurm outside a Slurm allocation (no SLURM_JOB_NODELIST)")
     return HostListLauncher("slurm", slurm_hosts(nodelist), options.launcher_mca,
-                            method=options.launch_with)
+                            method=options.launch_with, family=family)
 
 
 def _ray_pool(options: LaunchOptions, why: str) -> tuple[NodePool, str]:
@@ -126,15 +125,16 @@ RAY_OPTIONS = (
     OptionSpec("--ray-head-grace", "seconds the Ray head may be unreachable before the run stops "
                "(study kept)", kind="float", default=30.0, low=1, show_default=True),
 )
-HOSTFILE = OptionSpec("--hostfile", "Open MPI hostfile of the nodes to use (the first --nodes of "
-                      "them)", kind="file")
+HOSTFILE = OptionSpec("--hostfile", "hostfile of the nodes to use, Open MPI's (host slots=N) or "
+                      "MPICH's (host:N) form (the first --nodes of them)", kind="file")
 BACKENDS: dict[str, Backend] = {b.name: b for b in (
     Backend("slurm", _slurm_tool, launcher=_slurm, env="SLURM_JOB_NODELIST", ppn_from_here=True,
             methods=("mpirun", "srun")),
     Backend("ray", lambda options, family: None, pool=_ray_pool, option="ray_address",
             env="RAY_ADDRESS", cli_options=RAY_OPTIONS),
-    Backend("hostfile", _mpirun, launcher=_hostfile, option="hostfile", cli_options=(HOSTFILE,)),
-    Backend("local", _local_tool, launcher=_local, fallback="no allocation found",
+    Backend("hostfile", _mpi_tool, launcher=_hostfile, option="hostfile",
+            cli_options=(HOSTFILE,)),
+    Backend("local", _mpi_tool, launcher=_local, fallback="no allocation found",
             ppn_from_here=True),
 )}
 

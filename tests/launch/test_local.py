@@ -63,7 +63,7 @@ def test_open_mpi_argv():
 @pytest.mark.parametrize("launcher, name, message", [
     (LocalLauncher(mpirun="mpirun"), "local", "the local launcher has 1 host"),
     (LocalLauncher(family="intelmpi", mpirun="mpirun"), "local", "the local launcher has 1 host"),
-    (mpich(), "mpich", "the MPICH launcher runs on this host only"),
+    (mpich(), "mpich", "the mpich launcher has 1 host"),
 ])
 def test_one_host_only(launcher, name, message):
     assert launcher.name == name and launcher.on_hosts(("a", "b")) is launcher

@@ -1,5 +1,8 @@
 """Real studies across two "hosts" (network namespaces on this machine) through the hostfile and
 the Slurm launchers: the recorded argv names both hosts, and the benchmark ran on both."""
+import shutil
+from pathlib import Path
+
 import optuna
 import pytest
 
@@ -127,3 +130,40 @@ def test_campaign_across_two_hosts_leaves_four_nodes_waiting(testbed, autotune_c
         for trial in done:
             launch = trial.user_attrs["launches"][0]
             assert set(launch["hosts"]) == {f"{testbed.tag}h{i}" for i in range(1, nodes + 1)}
+
+
+@pytest.mark.parametrize("benchmark", ["mpi4py", "imb"])
+def test_mpich_across_two_hosts_with_hydra(testbed, autotune_cli, tmp_path, benchmark):
+    """MPICH's mpiexec over the same two hosts, told how to reach them the way a site tells Hydra
+    (HYDRA_LAUNCHER_EXEC, HYDRA_IFACE), from a hostfile in Hydra's host:N form; the node probe
+    finds MPICH there and every launch names both hosts."""
+    from tests.launch.test_mpich import IMB_MPICH
+
+    if not shutil.which("mpiexec.mpich"):
+        pytest.fail("MPICH is not installed: bash scripts/install.sh --test installs it")
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("".join(f"{h}:1\n" for h in testbed.hosts))
+    Path(testbed.calls).unlink(missing_ok=True)
+    extra = ["--benchmark", "imb", "--imb-dir", str(IMB_MPICH)] if benchmark == "imb" else []
+    proc = autotune_cli("start", "--collective", "allreduce", "--nodes", "2", "--ppn", "1",
+                        "--space", "mpich", "--trials", "3", "--sizes", "8:4k", "--repetitions",
+                        "3", "--stages", "1", "--time-per-size", "0.003", "--confirm", "0",
+                        "--no-verify", "--no-per-size", "--seed", "1", "--hostfile",
+                        str(hostfile), *extra, "--foreground", check=True,
+                        extra_env=testbed.hydra_env())
+    assert f"nodes probed on {testbed.tag}h1: MPICH" in proc.stderr
+    study = optuna.load_study(study_name="allreduce-2n1p-mpich",
+                              storage=f"sqlite:///{tmp_path / 'home' / 'autotune.db'}")
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert done
+    for trial in done:
+        for launch in trial.user_attrs["launches"]:
+            argv = launch["argv"]
+            assert argv[0].endswith("mpiexec.mpich") and "--mca" not in argv
+            assert argv[argv.index("-hosts") + 1] == ",".join(testbed.hosts)
+            assert argv[argv.index("-ppn") + 1] == "1"
+            if benchmark == "mpi4py":  # the ranks say where they ran
+                assert set(launch["hosts"]) == {f"{testbed.tag}h1", f"{testbed.tag}h2"}
+    reached = Path(testbed.calls).read_text().split()
+    assert set(reached) == set(testbed.hosts)  # Hydra started a proxy on each host
+    assert any(name.startswith("MPIR_CVAR_") for t in done for name in t.params)

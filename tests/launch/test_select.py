@@ -34,9 +34,11 @@ def test_registry_names():
 @pytest.mark.parametrize("choice, kw, caps, tool", [
     ("local", {}, OPEN_MPI, "mpirun"),
     ("local", {}, MPICH, "mpiexec"),
-    ("hostfile", {}, MPICH, "mpirun"),
+    ("hostfile", {}, OPEN_MPI, "mpirun"),
+    ("hostfile", {}, MPICH, "mpiexec"),  # MPICH's own, not Open MPI's mpirun
     ("slurm", {}, OPEN_MPI, "srun"),
     ("slurm", {"launch_with": "mpirun"}, OPEN_MPI, "mpirun"),
+    ("slurm", {"launch_with": "mpirun"}, MPICH, "mpiexec"),
 ])
 def test_the_launch_tool_is_refused_up_front(monkeypatch, tmp_path, choice, kw, caps, tool):
     monkeypatch.setenv("PATH", str(tmp_path))
