@@ -11,6 +11,12 @@
 # ${TMPDIR:-/tmp}/autotune-slurm. Then, for example:
 #   eval "$(launchers/private-slurm.sh start)"
 #   sbatch --time=2 launchers/autotune.sbatch --ppn 2
+#
+# Several nodes, each in a network namespace of its own (made beforehand, e.g. by the tests'
+# multi-host bed): PRIVATE_SLURM_NODES="n1=ADDR1@NETNS1 n2=ADDR2@NETNS2" and
+# PRIVATE_SLURM_CONTROLLER=ADDR (this machine's address that the namespaces reach). Each slurmd
+# runs in its namespace under its own host name, with the machine's cores shared out among them
+# and its own PMIx folder (one machine's /tmp is shared by every "node").
 set -euo pipefail
 
 cmd=${1:-}
@@ -61,15 +67,23 @@ start() {
     /usr/sbin/munged --key-file="$dir/munge.key" --socket="$sockdir/munge.socket" \
         --pid-file="$dir/munged.pid" --log-file="$dir/log/munged.log" \
         --seed-file="$dir/munged.seed" || die "munged did not start: see $dir/log/munged.log"
-    local node cpus ctl_port node_port
+    local node cpus ctl_port node_port controller nodes spec count
     node=$(hostname -s)
-    cpus=$(nproc)
+    nodes=${PRIVATE_SLURM_NODES:-}
+    controller=127.0.0.1
+    if [ -n "$nodes" ]; then
+        controller=${PRIVATE_SLURM_CONTROLLER:-}
+        [ -n "$controller" ] || die "PRIVATE_SLURM_CONTROLLER: the address the nodes reach this machine at"
+    fi
+    count=$(wc -w <<< "$nodes")
+    cpus=$(( $(nproc) / (count > 0 ? count : 1) ))
+    [ "$cpus" -ge 1 ] || cpus=1
     ctl_port=$(free_port)
     node_port=$(free_port)
     cat > "$dir/slurm.conf" <<EOF
 # a private Slurm cluster made by autotune's launchers/private-slurm.sh
 ClusterName=autotune
-SlurmctldHost=$node(127.0.0.1)
+SlurmctldHost=$node($controller)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -94,21 +108,48 @@ SchedulerParameters=sched_interval=5
 JobRequeue=1
 KillWait=10
 MinJobAge=600
-NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
+    if [ -z "$nodes" ]; then
+        echo "NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN" >> "$dir/slurm.conf"
+    else
+        for spec in $nodes; do  # name=addr@netns
+            [[ "$spec" =~ ^([A-Za-z0-9-]+)=([0-9.]+)@([A-Za-z0-9_.-]+)$ ]] \
+                || die "PRIVATE_SLURM_NODES: $spec is not name=address@netns"
+            echo "NodeName=${BASH_REMATCH[1]} NodeAddr=${BASH_REMATCH[2]} CPUs=$cpus State=UNKNOWN" \
+                >> "$dir/slurm.conf"
+        done
+    fi
+    echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP" >> "$dir/slurm.conf"
     export SLURM_CONF=$dir/slurm.conf
     /usr/sbin/slurmctld -f "$SLURM_CONF" || die "slurmctld did not start: see $dir/log/slurmctld.log"
-    /usr/sbin/slurmd -f "$SLURM_CONF" || die "slurmd did not start: see $dir/log/slurmd-$node.log"
+    if [ -z "$nodes" ]; then
+        /usr/sbin/slurmd -f "$SLURM_CONF" || die "slurmd did not start: see $dir/log/slurmd-$node.log"
+        count=1
+    else
+        local name netns
+        for spec in $nodes; do
+            name=${spec%%=*}
+            netns=${spec##*@}
+            # the same slurm.conf beside a PMIx folder of its own (mpi.conf is read from there)
+            mkdir -p "$dir/nodes/$name/pmix"
+            cp "$SLURM_CONF" "$dir/nodes/$name/slurm.conf"
+            echo "PMIxCliTmpDirBase=$dir/nodes/$name/pmix" > "$dir/nodes/$name/mpi.conf"
+            # only the network namespace: ip netns exec would remount /sys, hiding the cgroups
+            nsenter --net="/var/run/netns/$netns" unshare --uts \
+                sh -c 'hostname "$1"; exec /usr/sbin/slurmd -f "$2" -N "$1"' sh "$name" \
+                "$dir/nodes/$name/slurm.conf" \
+                || die "slurmd $name did not start: see $dir/log/slurmd-$name.log"
+        done
+    fi
     local i
     for i in $(seq 1 100); do
-        if sinfo -h -o %T 2>/dev/null | grep -qx idle; then
+        if [ "$(sinfo -h -N -o %T 2>/dev/null | grep -cx idle)" -ge "$count" ]; then
             echo "export SLURM_CONF=$SLURM_CONF"
             return 0
         fi
         sleep 0.2
     done
-    die "the node did not come up in 20 s: see $dir/log/"
+    die "the nodes did not come up in 20 s: see $dir/log/"
 }
 
 stop() {

@@ -1,5 +1,6 @@
 """A private Slurm cluster on this machine (launchers/private-slurm.sh: Debian's slurmctld, slurmd
-and munged, one node, everything in one folder), for the tests and the dispatch benchmark."""
+and munged, everything in one folder; one node, or one per host of the multi-host bed), for the
+tests and the dispatch benchmark."""
 
 from __future__ import annotations
 
@@ -24,14 +25,21 @@ def ours(pattern: str) -> list[str]:
     return [line for line in out.splitlines() if "pgrep" not in line]
 
 
+def bed_nodes(bed) -> dict[str, str]:
+    """The script's environment for one Slurm node per host of a multi-host bed (tests/multihost.py):
+    nodes n1, n2, ... at the bed's addresses, in its namespaces, the controller on its bridge."""
+    nodes = " ".join(f"n{i}={addr}@{bed.tag}h{i}" for i, addr in enumerate(bed.hosts, 1))
+    return {"PRIVATE_SLURM_NODES": nodes, "PRIVATE_SLURM_CONTROLLER": bed.gateway}
+
+
 @contextlib.contextmanager
-def private_cluster(where: Path) -> Iterator[dict[str, str]]:
-    """Start the cluster in `where`; yield an environment that reaches it (SLURM_CONF); stop it
-    after, leaving no daemon, job or folder behind."""
+def private_cluster(where: Path, nodes: dict[str, str] | None = None) -> Iterator[dict[str, str]]:
+    """Start the cluster in `where` (one node, or `nodes`: bed_nodes); yield an environment that
+    reaches it (SLURM_CONF); stop it after, leaving no daemon, job or folder behind."""
     if not shutil.which("slurmctld", path="/usr/sbin:/usr/bin"):
         raise SlurmMissing("slurm-wlm is not installed: bash scripts/install.sh --test installs it")
     started = subprocess.run([str(SCRIPT), "start", str(where)], capture_output=True, text=True,
-                             timeout=120)
+                             timeout=120, env=dict(os.environ, **(nodes or {})))
     if started.returncode:
         raise RuntimeError(f"private Slurm cluster did not start: {started.stderr.strip()}")
     try:
