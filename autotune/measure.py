@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -229,7 +230,9 @@ def classify_failure(result: RunResult) -> LaunchFailure | None:
     if result.returncode == 0:
         return None
     cause = first_cause(result.stderr)
-    detail = f"mpirun exited with code {result.returncode}" + (f": {cause[:200]}" if cause else "")
+    launcher = Path(result.argv[0]).name if result.argv else "the launcher"  # mpirun, srun, ...
+    detail = f"{launcher} exited with code {result.returncode}" + (f": {cause[:200]}" if cause
+                                                                   else "")
     if any(sign in result.stderr for sign in INFRASTRUCTURE_SIGNS):
         return LaunchFailure("infrastructure", detail, tail)
     if (result.returncode or 0) < 0 or any(sign in result.stderr for sign in SIGNAL_SIGNS):

@@ -52,7 +52,7 @@ def test_hang_is_a_timeout_and_the_whole_group_is_killed(monkeypatch, tmp_path):
 def test_invalid_configuration_is_a_config_failure_with_stderr(monkeypatch):
     failure = run(monkeypatch, "init-error")
     assert failure.reason == "config"
-    assert "exited with code 1" in failure.detail
+    assert f"{Path(FAKE).name} exited with code 1" in failure.detail  # the launcher, by name
     assert "Destination is unreachable" in failure.stderr_tail
     assert failure.record.returncode == 1 and failure.record.argv[0] == FAKE
 
