@@ -164,6 +164,15 @@ def mark_ready() -> None:
         Path(path).write_text(str(os.getpid()))
 
 
+def with_options(argv: list[str], *options: str) -> list[str]:
+    """argv with more options, placed before a `--` (what follows it is a program's own argv,
+    the application of `--benchmark app`, and must reach it unchanged)."""
+    if "--" not in argv:
+        return [*argv, *options]
+    cut = argv.index("--")
+    return [*argv[:cut], *options, *argv[cut:]]
+
+
 def detach(argv: list[str], lock: StudyLock, wait: float = 600.0) -> Owner:
     """Start `autotune <argv> --foreground` in a new session with output to the study's log, and
     return once it has prepared the study (everything `start` checks is checked); if it exits
@@ -177,7 +186,8 @@ def detach(argv: list[str], lock: StudyLock, wait: float = 600.0) -> Owner:
         handle.write(f"\n==== {time.strftime('%Y-%m-%d %H:%M:%S')} autotune {command} (background)\n"
                      .encode())
         offset = handle.tell()
-        proc = subprocess.Popen([sys.executable, "-m", "autotune", *argv, "--foreground"],
+        proc = subprocess.Popen([sys.executable, "-m", "autotune",
+                                 *with_options(argv, "--foreground")],
                                 stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True,
                                 env={**os.environ, "AUTOTUNE_DAEMON": "1", "COLUMNS": "120",

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .benchmarks import Benchmark, BenchmarkRequest, NbcTiming
-from .errors import BenchmarkOutputError, EnvironmentProblem, LaunchFailure
+from .errors import BenchmarkOutputError, EnvironmentProblem, InputError, LaunchFailure
 from .launch import Command, Launcher, LaunchSpec, RunResult, run_command
 from .objective import DEFAULT_OBJECTIVE, size_quantity
 from .space import LaunchSettings
@@ -165,7 +165,8 @@ class Measurer:
             failure = classify_failure(result)
             if failure:
                 raise failure
-            output = self.benchmark.parse(result.stdout, self.request(launch, seed))
+            output = self.benchmark.parse_run(result.stdout, result.seconds,
+                                              self.request(launch, seed))
             check_landing(output.hosts, self.launcher)
             scored = {s: size_quantity(t, self.plan.objective)
                       for s, t in output.timings.items()}
@@ -261,6 +262,18 @@ def first_cause(stderr: str) -> str:
             if match:
                 return match.group(1).strip()
     return ""
+
+
+def check_app_metric(measurer: Measurer, settings: LaunchSettings) -> LaunchRecord:
+    """An application study's first launch, of the untuned stack, before the search: it must run
+    and print its metric, or the study would only collect failed trials (one line instead)."""
+    launch = measurer.plan.launches()[0]
+    try:
+        return measurer.run_launch(settings, launch, seed=0, is_default=True)
+    except LaunchFailed as exc:
+        tail = exc.stderr_tail.strip().splitlines()[-1:] if exc.stderr_tail else []
+        raise InputError(f"the untuned stack's launch of {measurer.benchmark.describe()} failed: "
+                         f"{exc}" + (f" (last line: {tail[0][:200]})" if tail else "")) from None
 
 
 def check_ucx_live(measurer: Measurer, settings: LaunchSettings,

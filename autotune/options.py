@@ -56,6 +56,7 @@ class StartOptions:
     imb_mem_gb: float | None = None  # IMB -mem (GB per process)
     imb_off_cache: str | None = None  # IMB -off_cache CACHE_SIZE[,CACHE_LINE_SIZE]
     numactl: bool = False  # run the benchmark under `numactl -l` (seeds/000)
+    app_command: tuple[str, ...] = ()  # --benchmark app: the program's argv (after --)
     verify: str = "auto"  # auto | yes | no: the independent check at the end (endgame/verify.py)
     verify_rounds: int = 20
     per_size: bool = True  # per-size algorithm rules after the confirmation (endgame/stage.py)

@@ -65,7 +65,8 @@ class ProgressDisplay:
             result = f"[red]failed[/] ({escape(outcome.fail_reason[:80])})"
         tag = " (default)" if outcome.is_default else ""
         self.console.print(
-            f"trial {outcome.number:>3}{tag} {result}  {outcome.sizes_measured} sizes, "
+            f"trial {outcome.number:>3}{tag} {result}  {outcome.sizes_measured} "
+            f"size{'s' if outcome.sizes_measured != 1 else ''}, "
             f"{outcome.launches} launches (+{outcome.baseline_launches} default), "
             f"{outcome.bench_seconds:.1f} s  "
             f"[dim]{escape(short_params(outcome.params))}[/]")

@@ -16,7 +16,8 @@ from typing import Any
 
 import optuna
 
-from .benchmarks import REDUCTION_ELEMENT_BYTES, REDUCTIONS, Benchmark, configured_benchmark
+from .benchmarks import (APP_RUN, REDUCTION_ELEMENT_BYTES, REDUCTIONS, Benchmark,
+                         configured_benchmark)
 from .benchmarks import REGISTRY as BENCHMARK_KINDS
 from .checks import (check_cores, check_host_count, check_kernel_mpi, check_site_settings,
                      nbc_notes, probe_nodes, ucx_trial_params)
@@ -27,7 +28,7 @@ from .events import Events
 from .launch import (NodePool, check_site_mca, make_launcher, make_pool, pick_launcher,
                      ranks_per_node, slurm_end_time)
 from .launch import check_launch_tool as _check_launch_tool
-from .measure import MeasurementPlan, Measurer, check_ucx_live
+from .measure import MeasurementPlan, Measurer, check_app_metric, check_ucx_live
 from .objective import check_objective, load_weights, normalize_weights, uniform_weights
 from .options import StartOptions
 from .probe import Capabilities, HostInfo, probe_capabilities, probe_host
@@ -36,7 +37,7 @@ from .storage import (CONFIG_ATTR, FINGERPRINT_ATTR, RESOLUTION_ATTR, StoredSett
                       autotune_home, default_storage_url, enqueue_default, open_storage,
                       recover_abandoned, stored_config)
 from .strategy import Strategy, make_strategy
-from .units import format_size, parse_size_range
+from .units import describe_sizes, parse_size_range
 from .warmstart import enqueue_warm_start, load_warm_start
 
 STUDY_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
@@ -108,6 +109,7 @@ class Session:
 
         config = self.config
         if (not options.per_size or options.confirm_top <= 0  # --confirm 0: nothing after the search
+                or not self.measurer.benchmark.sized  # an application: no sizes to split
                 or config.nodes * config.ppn < 2  # one rank: coll/self runs it, not coll_tuned
                 or not stage.applies(self.space, config.collective, config.nodes)):
             return None
@@ -154,9 +156,21 @@ def choose_sizes(collective: str, sizes: tuple[int, ...] | None,
                        weights_source=source, dropped=dropped)
 
 
+def app_sizes(options: StartOptions) -> SizesChoice:
+    """An application study measures no message size: one value per launch, under APP_RUN."""
+    if options.sizes is not None or options.weights_file:
+        raise InputError("--sizes/--weights: --benchmark app measures the program's own metric, "
+                         "not message sizes")
+    if options.objective != "latency":
+        raise InputError(f"--objective {options.objective}: --benchmark app scores its metric")
+    return SizesChoice(sizes=(APP_RUN,), weights={APP_RUN: 1.0},
+                       weights_source="one value per launch (the application's metric)",
+                       dropped=())
+
+
 def _short(value: Any) -> str:
     if isinstance(value, tuple) and value and all(isinstance(v, int) for v in value):
-        return f"{len(value)} sizes {format_size(value[0])}..{format_size(value[-1])}"
+        return describe_sizes(value)
     if isinstance(value, dict) and not value:
         return "not recorded (a study from before the untuned stack was the reference)"
     if isinstance(value, dict) and "env" in value:
@@ -172,6 +186,9 @@ def study_identity(options: StartOptions) -> tuple[str, str]:
     space = load_space(options.space)
     ppn = ranks_per_node(options)
     name = options.study_name or f"{options.collective}-{options.nodes}n{ppn}p-{space.name}"
+    if options.benchmark == "app" and options.app_command and not options.study_name:
+        program = re.sub(r"[^A-Za-z0-9_.+-]", "_", Path(options.app_command[0]).name)[:40]
+        name += f"-app-{program}"  # beside the kernel's study of the same case, not in it
     if not STUDY_NAME_RE.fullmatch(name):
         raise InputError(f"invalid study name {name!r}: use letters, digits and . _ + - "
                          "(at most 128 characters)")
@@ -221,7 +238,8 @@ def preflight(options: StartOptions) -> Checked:
     study, is relayed as one line too); `prepare_session` starts from its result."""
     space = load_space(options.space)
     check_site_settings(options, space)
-    sizes = choose_sizes(options.collective, options.sizes, options.weights_file)
+    sizes = (app_sizes(options) if options.benchmark == "app"
+             else choose_sizes(options.collective, options.sizes, options.weights_file))
     check_objective(options.collective, options.objective)
     if options.warm_start:
         load_warm_start(options.warm_start)
@@ -248,8 +266,8 @@ def verification_of(options: StartOptions) -> Any:
     --verify and no IMB, one line before anything starts."""
     from .endgame.partner import choose_benchmark, missing_partner
 
-    if options.verify == "no":
-        return None
+    if options.verify == "no" or options.benchmark == "app":  # the app is checked with itself
+        return None  # by the confirmation's rounds, and by `autotune verify`
     choice = choose_benchmark(options.benchmark, located=options, allow_same=False,
                               collective=options.collective)
     if choice is None and options.verify == "yes":
@@ -299,6 +317,10 @@ def prepare_session(options: StartOptions) -> Session:
             session.notes.append(f"a confirmed winner is checked at the end with "
                                  f"{session.verify_choice.benchmark.describe()} against the "
                                  f"untuned stack ({options.verify_rounds} rounds)")
+        elif options.benchmark == "app":
+            session.notes.append("the application is its own check: the confirmation re-measures "
+                                 "the best in interleaved rounds, and `autotune verify ... -- "
+                                 "PROGRAM` does again later")
         elif options.verify == "auto":
             from .endgame.partner import missing_partner
 
@@ -386,6 +408,16 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
                              f"own choice); {selector} is a knob, and the knobs of another choice "
                              "are asked for only on trials that choose it")
     session.notes.extend(nbc_notes(options.collective, resolved.space, ctx, caps))
+    if not benchmark.sized:  # an application: its metric must be there before any search
+        group = pool.acquire()
+        try:
+            record = check_app_metric(measurer.on(group),
+                                      resolved.space.settings(default_params, ctx))
+        finally:
+            pool.release(group)
+        value = next(iter(record.t_max_us.values()))
+        session.notes.append(f"the untuned stack's launch of the application gave {value:g} "
+                             f"in {record.seconds:.1f} s ({benchmark.describe()})")
     ucx_params = ucx_trial_params(resolved.space, ctx, default_params)
     if options.check_live and ucx_params is not None and caps.mpi_family == "openmpi":
         group = pool.acquire()

@@ -13,7 +13,7 @@ from .claims import BELOW_NOISE, below_noise_floor, interval_text, verification_
 from .noise import noise_floor
 from .storage import (StoredRules, TrialRecord, load_baselines, stored_config,
                       stored_confirmation, stored_rules, stored_run, stored_verification)
-from .units import format_size
+from .units import describe_sizes
 
 
 @dataclass(frozen=True)
@@ -163,8 +163,7 @@ def study_status(study: optuna.Study, storage_url: str | None = None) -> StudySt
         collective=config.collective if config else "?",
         nodes=config.nodes if config else 0,
         ppn=config.ppn if config else 0,
-        sizes=(f"{len(config.sizes)} sizes {format_size(config.sizes[0])}.."
-               f"{format_size(config.sizes[-1])}") if config else "?",
+        sizes=describe_sizes(config.sizes) if config else "?",
         trials_complete=by_state[TrialState.COMPLETE],
         trials_pruned=by_state[TrialState.PRUNED],
         trials_failed=by_state[TrialState.FAIL] - skipped,

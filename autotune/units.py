@@ -50,8 +50,18 @@ def parse_size_range(text: str) -> tuple[int, ...]:
 
 
 def format_size(size: int) -> str:
-    """Human form used in tables and file headers: 8 B, 4 KiB, 1 MiB."""
+    """Human form used in tables and file headers: 8 B, 4 KiB, 1 MiB; 0 is an application's
+    launch, which has no message size (benchmarks.APP_RUN)."""
+    if size == 0:
+        return "per run"
     for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if size >= factor and size % factor == 0:
             return f"{size // factor} {unit}"
     return f"{size} B"
+
+
+def describe_sizes(sizes: tuple[int, ...] | list[int]) -> str:
+    """`18 sizes 8 B..1 MiB`, or what an application's study measures instead."""
+    if list(sizes) == [0]:
+        return "one value per launch (the application's metric)"
+    return f"{len(sizes)} sizes {format_size(sizes[0])}..{format_size(sizes[-1])}"

@@ -45,9 +45,12 @@ class Arm:
 
 
 def run_rounds(arms: list[Arm], default: LaunchSettings, measurers: Mapping[str, Measurer],
-               rounds: int, *, group: int, rng: random.Random, weights: Mapping[int, float],
+               rounds: int, *, group: int, rng: random.Random,
+               weights: Mapping[int, float] | Mapping[str, Mapping[int, float]],
                failures: list[str], say=lambda text: print(text, file=sys.stderr)) -> None:
-    launch = next(iter(measurers.values())).plan.launches()[0]
+    """`weights`: by size, or by benchmark name and size where their sizes differ (an
+    application against a microbenchmark); each benchmark runs the first launch of its plan."""
+    by_bench = {b: (weights[b] if b in weights else weights) for b in measurers}  # type: ignore[index]
     for r in range(rounds):
         order = list(arms)
         rng.shuffle(order)
@@ -57,6 +60,7 @@ def run_rounds(arms: list[Arm], default: LaunchSettings, measurers: Mapping[str,
             rng.shuffle(benches)
             for bench in benches:
                 measurer = measurers[bench]
+                launch = measurer.plan.launches()[0]
                 try:
                     ref = measurer.run_launch(default, launch, seed=rng.randrange(2**31),
                                               is_default=True)
@@ -73,5 +77,5 @@ def run_rounds(arms: list[Arm], default: LaunchSettings, measurers: Mapping[str,
                         continue
                     arm.scores.setdefault(bench, []).append(objective.weighted_score(
                         {s: math.log(t / ref.t_max_us[s]) for s, t in record.t_max_us.items()},
-                        weights))
+                        by_bench[bench]))
         say(f"round {r + 1}/{rounds} done")

@@ -13,12 +13,13 @@ from ..collectives import (ALL_COLLECTIVES, COLLECTIVES, NBC_COLLECTIVES,
                            REDUCTION_ELEMENT_BYTES, REDUCTIONS, Buffers, NbcTiming, SizeTiming,
                            blocking_of, buffer_counts, is_nonblocking, overlap_pct)
 from ..optionspec import OptionSpec, value_of
+from ._app import APP_RUN, AppBenchmark
 from ._base import WRONG_RESULT, Benchmark, BenchmarkOutput, BenchmarkRequest, WrongResult
 from ._mpi4py import (KernelOverhead, Mpi4pyBenchmark, kernel_overhead, kernel_program,
                       parse_kernel_output)
 from ._imb_output import ImbOutputError, ImbRow, ImbTable, MAX_CHARS, parse_imb_output
 
-__all__ = ["ALL_COLLECTIVES", "BENCHMARKS", "COLLECTIVES", "DEFAULT_BENCHMARK", "MAX_CHARS",
+__all__ = ["ALL_COLLECTIVES", "APP_RUN", "AppBenchmark", "BENCHMARKS", "COLLECTIVES", "DEFAULT_BENCHMARK", "MAX_CHARS",
            "IMB_DIR", "NBC_COLLECTIVES", "OPTION_FLAGS", "REDUCTION_ELEMENT_BYTES", "REDUCTIONS",
            "REGISTRY", "WRONG_RESULT", "Benchmark", "BenchmarkKind", "BenchmarkOutput",
            "BenchmarkRequest", "Buffers", "ImbOutputError", "ImbRow", "ImbTable",
@@ -71,6 +72,13 @@ def _imb(*, imb_dir: str | None = None, imb_mem_gb: float | None = None,
                         numactl=numactl, nbc=nbc)
 
 
+def _app(*, app_command: tuple[str, ...] = (), metric: str | None = None,
+         higher_is_better: bool = False, **_: Any) -> Benchmark:
+    from ._app import WALL
+
+    return AppBenchmark(tuple(app_command), metric or WALL, higher_is_better=higher_is_better)
+
+
 # The registry: a new benchmark is one module and one entry here. The first is the default.
 IMB_DIR = OptionSpec("--imb-dir", "directory holding IMB-MPI1 (IMB-NBC beside it)  [default: "
                      "found on PATH]", metavar="DIR")
@@ -89,6 +97,16 @@ REGISTRY: dict[str, BenchmarkKind] = {k.name: k for k in (
                       OptionSpec("--numactl", "run IMB under `numactl -l` (memory on the rank's "
                                  "local NUMA node)", kind="flag", default=False)),
                   locates="imb_dir", where="--imb-dir DIR, or PATH"),
+    BenchmarkKind("app", "the application", "your own MPI program, given after -- (scored by "
+                  "--metric)", partner="app", make=_app, stored_prefix="app:",
+                  cli_options=(
+                      OptionSpec("--metric", "with --benchmark app: REGEX with one group, the "
+                                 "number the program prints (the last match), or `wall` for its "
+                                 "wall time  [default: wall]", metavar="REGEX|wall"),
+                      OptionSpec("--higher-is-better", "with --benchmark app: the metric is a "
+                                 "rate (steps/s, ns/day), not a time", kind="flag",
+                                 default=False)),
+                  internal=frozenset({"app_command"})),
 )}
 BENCHMARKS = tuple(REGISTRY)
 DEFAULT_BENCHMARK = BENCHMARKS[0]
@@ -126,6 +144,9 @@ def make_benchmark(name: str, *, collective: str | None = None, **options: Any) 
     if kind is None:
         raise InputError(f"unknown benchmark {name!r} (choose from {', '.join(REGISTRY)})")
     foreign = sorted(k for k, v in options.items() if v and k not in kind.options)
+    if "app_command" in foreign:
+        raise InputError(f"a program after -- is the benchmark of --benchmark app, not of "
+                         f"--benchmark {name}")
     if foreign:
         owners = sorted({n for n, other in REGISTRY.items()
                          for k in foreign if k in other.options})
@@ -145,4 +166,7 @@ def configured_benchmark(name: str, values: object, *, collective: str | None = 
             value = value_of(values, spec.name)
             if value and (kind.name == name or spec.name != kind.locates):
                 given[spec.name] = value
+        for option in kind.internal:  # given without a flag (the app's command after --)
+            if value_of(values, option):
+                given[option] = value_of(values, option)
     return make_benchmark(name, collective=collective, **given)

@@ -107,6 +107,7 @@ class Benchmark(ABC):
     """One way of timing a collective; `name` is what users pick with --benchmark."""
 
     name: str = ""
+    sized: bool = True  # times message sizes (an application gives one value per launch)
 
     @abstractmethod
     def program(self, request: BenchmarkRequest) -> tuple[str, ...]:
@@ -115,6 +116,12 @@ class Benchmark(ABC):
     @abstractmethod
     def parse(self, stdout: str, request: BenchmarkRequest) -> BenchmarkOutput:
         """Every requested size exactly once with sane numbers, else BenchmarkOutputError."""
+
+    def parse_run(self, stdout: str, seconds: float, request: BenchmarkRequest
+                  ) -> BenchmarkOutput:
+        """A finished launch's result: its output, and how long it took where the benchmark
+        scores that (an application's wall time)."""
+        return self.parse(stdout, request)
 
     def check(self) -> None:
         """Raise EnvironmentProblem when this benchmark cannot run here (before anything starts)."""

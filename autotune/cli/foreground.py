@@ -11,7 +11,7 @@ import sys
 
 from rich.markup import escape
 
-from ..units import format_size
+from ..units import describe_sizes
 from .render import err
 
 
@@ -68,10 +68,11 @@ def _print_plan(session, options) -> None:
     where = redact(options.storage or "") or "default storage"
     err.print(f"study [bold]{escape(session.study.study_name)}[/] in {escape(where)}{resumed}, "
               f"pid {os.getpid()}")
-    err.print(f"{config.collective}: {config.nodes} node x {config.ppn} ranks, {len(config.sizes)} "
-              f"sizes {format_size(config.sizes[0])}..{format_size(config.sizes[-1])}, "
-              f"{config.repetitions} launches per size in {len(plan.blocks())} stages, "
-              f"space {escape(session.space_name)} on {session.caps.mpi}, "
+    err.print(f"{config.collective}: {config.nodes} node x {config.ppn} ranks, "
+              f"{describe_sizes(config.sizes)}, "
+              + (f"{config.repetitions} launches per trial, " if list(config.sizes) == [0] else
+                 f"{config.repetitions} launches per size in {len(plan.blocks())} stages, ")
+              + f"space {escape(session.space_name)} on {session.caps.mpi}, "
               f"UCX {session.caps.ucx_version or 'n/a'}")
     if session.context_values:
         err.print("allocation: " + ", ".join(f"{k}={v}" for k, v in session.context_values.items())

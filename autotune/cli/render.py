@@ -198,10 +198,19 @@ def _(result: BestReport) -> list[str | Table]:
     if cfg.is_default:
         head = (f"study {cfg.study}: the default configuration is the best measured; no candidate "
                 "beat it")
+    elif cfg.confirmed_speedup is not None:
+        from ..claims import interval_text
+
+        speedup, low, high = cfg.confirmed_speedup
+        head = (f"study {cfg.study}: best is trial {cfg.trial}, confirmed speedup {speedup:.3f}x "
+                f"({interval_text(cfg.confidence, cfg.confirmed_family, low, high)}) over the "
+                "default")
     else:
         head = (f"study {cfg.study}: best is trial {cfg.trial}, speedup {cfg.speedup:.3f}x over "
                 "the default")
     lines: list[str | Table] = [head]
+    if cfg.config is not None and list(cfg.config.sizes) == [0]:  # an application's study
+        lines.append(f"measured: {cfg.config.benchmark}")
     lines += [f"  {name} = {value}" for name, value in cfg.params.items()]
     from ..claims import trust_lines
 

@@ -130,14 +130,18 @@ from .options import (
 @declared_options(registry_options())
 @study_option
 @storage_option
-def start(trials: int, foreground: bool, launcher_mca: tuple[str, ...], **fields) -> None:
+@click.argument("app_command", nargs=-1, type=click.UNPROCESSED, metavar="[-- PROGRAM ARGS...]")
+def start(trials: int, foreground: bool, launcher_mca: tuple[str, ...],
+          app_command: tuple[str, ...], **fields) -> None:
     """Run a tuning study in the background (creates it, or continues it with the same
-    arguments); --foreground keeps it in this terminal."""
+    arguments); --foreground keeps it in this terminal. With --benchmark app, the program after
+    -- is the benchmark (run from this directory)."""
     from ..daemon import StopRequested, install_stop_handlers, mark_ready
     from ..options import StartOptions
     from ..session import exit_code_for_stop, prepare_session
 
-    options = StartOptions.of(**fields, launcher_mca=tuple(name_value(i) for i in launcher_mca))
+    options = StartOptions.of(**fields, launcher_mca=tuple(name_value(i) for i in launcher_mca),
+                              app_command=tuple(app_command))
     if not foreground:
         _start_in_background(options)
         return
@@ -161,7 +165,7 @@ def start(trials: int, foreground: bool, launcher_mca: tuple[str, ...], **fields
 def _start_in_background(options) -> None:
     """Check everything that can be checked here, then re-run this command with --foreground in
     a detached process and return once it owns the study."""
-    from ..daemon import StudyLock, detach
+    from ..daemon import StudyLock, detach, with_options
     from ..session import preflight
 
     checked = preflight(options)  # bad input: one line here, not a daemon that dies at once
@@ -171,7 +175,9 @@ def _start_in_background(options) -> None:
         import datetime as dt
 
         name = f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
-        argv = [a for a in argv if a != "--new-study"] + ["--study", name]
+        cut = argv.index("--") if "--" in argv else len(argv)  # the program's argv stays
+        argv = with_options([a for a in argv[:cut] if a != "--new-study"] + argv[cut:],
+                            "--study", name)
     lock = StudyLock.of(url, name)
     lock.refuse_if_held(name)
     owner = detach(argv, lock)

@@ -29,14 +29,19 @@ from .options import (declared_option, declared_options, format_option, launcher
 @click.option("--launcher-mca", multiple=True, metavar="NAME=VALUE",
               help="site MCA settings, as given to `autotune start`")
 @click.option("--oversubscribe", is_flag=True)
+@declared_options(REGISTRY["app"].cli_options)
 @format_option("text", "json")
 @study_option
 @storage_option
+@click.argument("app_command", nargs=-1, type=click.UNPROCESSED, metavar="[-- PROGRAM ARGS...]")
 def verify(benchmark: str | None, imb_dir: str | None, rounds: int, seed: int | None,
            launcher: str, hostfile: str | None, launcher_mca: tuple[str, ...],
-           oversubscribe: bool, fmt: str, study_name: str | None, storage: str | None) -> None:
+           oversubscribe: bool, metric: str | None, higher_is_better: bool, fmt: str,
+           study_name: str | None, storage: str | None, app_command: tuple[str, ...]) -> None:
     """Measure the exported best against the untuned stack with an independent benchmark, store
-    the result, and say whether it backs the search's claim (export follows it)."""
+    the result, and say whether it backs the search's claim (export follows it). A study of an
+    application is checked with the application again: give its command after -- and its
+    --metric, as to `start` (autotune never runs a command read from the study)."""
     from ..storage import default_storage_url
     from ..endgame.verify import NothingToVerify, VerificationFailed
     from ..endgame.verify_run import VerifyRequest, run_verify
@@ -46,7 +51,8 @@ def verify(benchmark: str | None, imb_dir: str | None, rounds: int, seed: int | 
                             benchmark=benchmark, imb_dir=imb_dir, rounds=rounds, seed=seed,
                             launcher=launcher, hostfile=hostfile,
                             launcher_mca=tuple(name_value(i) for i in launcher_mca),
-                            oversubscribe=oversubscribe)
+                            oversubscribe=oversubscribe, app_command=tuple(app_command),
+                            metric=metric, higher_is_better=higher_is_better)
     try:
         result = run_verify(request, on_start=lambda line: render.err.print(line, markup=False),
                             on_round=_progress)

@@ -15,7 +15,7 @@ import optuna
 from ..errors import InputError
 from ..measure import Measurer
 from ..storage import StoredVerification, stored_config
-from .partner import choose_benchmark, search_benchmark
+from .partner import BenchmarkChoice, choose_benchmark, search_benchmark
 from .verify import NOTHING_TO_VERIFY, NothingToVerify, plan_of, verify_on
 
 
@@ -31,6 +31,9 @@ class VerifyRequest:
     hostfile: str | None = None
     launcher_mca: tuple[tuple[str, str], ...] = ()
     oversubscribe: bool = False
+    app_command: tuple[str, ...] = ()  # an application study: its program, given again
+    metric: str | None = None
+    higher_is_better: bool = False
 
 
 def run_verify(request: VerifyRequest, *, on_start: Callable[[str], None] | None = None,
@@ -52,8 +55,11 @@ def run_verify(request: VerifyRequest, *, on_start: Callable[[str], None] | None
         raise NothingToVerify(NOTHING_TO_VERIFY)
     # IMB from --imb-dir or PATH, never from a path stored in the study: a shared storage is
     # written by others, and this command would run what it names
-    choice = choose_benchmark(search_benchmark(config), request.benchmark, located=request,
-                              collective=config.collective)
+    if search_benchmark(config) == "app" or request.app_command:
+        choice = _application(request, config)
+    else:
+        choice = choose_benchmark(search_benchmark(config), request.benchmark, located=request,
+                                  collective=config.collective)
     assert choice is not None
     lock = StudyLock.of(request.storage_url, study.study_name)
     lock.acquire(Owner(pid=os.getpid(), host=socket.gethostname(), started=time.time(),
@@ -96,3 +102,28 @@ def _family_of(study) -> str | None:
 
     mpi = str(study.user_attrs.get(FINGERPRINT_ATTR, {}).get("mpi", ""))
     return "mpich" if "MPICH" in mpi else None
+
+
+def _application(request: VerifyRequest, config) -> BenchmarkChoice:
+    """An application study is checked with the application again, in fresh interleaved rounds;
+    the command comes from this command line, never from the (possibly shared) study, and must
+    be the one the study measured."""
+    from ..benchmarks import make_benchmark
+
+    if search_benchmark(config) != "app":
+        raise InputError("a program after -- is for a study of --benchmark app; this study "
+                         f"measured {config.benchmark}")
+    if request.benchmark not in (None, "app"):
+        raise InputError(f"--benchmark {request.benchmark}: this study measured an application; "
+                         "it is checked with the application again")
+    if not request.app_command:
+        raise InputError("this study measured an application: give its command after -- and "
+                         "its --metric, as to `autotune start` (autotune does not run a command "
+                         "read from the study)")
+    bench = make_benchmark("app", app_command=request.app_command, metric=request.metric,
+                           higher_is_better=request.higher_is_better)
+    bench.check()
+    if bench.describe() != config.benchmark:
+        raise InputError(f"the study measured {config.benchmark}; this is {bench.describe()}")
+    return BenchmarkChoice(bench, False, "an application is checked with itself: fresh "
+                           "interleaved rounds, not an independent benchmark")

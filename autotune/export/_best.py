@@ -17,7 +17,7 @@ from ..rules import RuleSet
 from ..space import check_args, check_name, check_value
 from ..storage import (StoredRules, StoredVerification, StudyConfig, TrialRecord, stored_config,
                        stored_confirmation, stored_rules, stored_verification)
-from ..units import format_size
+from .. import units
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def describe_sizes(config: StudyConfig | None) -> str:
     if config is None:
         return "unknown sizes"
     sizes = config.sizes
-    return f"{len(sizes)} sizes {format_size(sizes[0])}..{format_size(sizes[-1])}"
+    return units.describe_sizes(sizes)
 
 
 def check_exportable(best: BestConfig) -> None:
@@ -159,7 +159,11 @@ def header_lines(best: BestConfig, now: dt.datetime) -> list[str]:
     if config:
         lines.append(f"# {p(config.collective)} on {config.nodes} node(s) x {config.ppn} ranks per "
                      f"node, space {p(config.space)}")
-        lines.append(f"# scored over {describe_sizes(config)}, weights: {p(config.weights_source)}")
+        if list(config.sizes) == [0]:  # an application's study: what it measured instead
+            lines.append(f"# scored by {p(config.benchmark)}, one value per launch")
+        else:
+            lines.append(f"# scored over {describe_sizes(config)}, weights: "
+                         f"{p(config.weights_source)}")
     lines.append(f"# best of {best.n_complete} completed trials: trial {best.trial}, measured speedup "
                  f"{best.speedup:.3f}x over the default (weighted mean log-ratio {best.value:+.4f})")
     if best.confirmed_speedup:

@@ -31,17 +31,18 @@ def figures(data: ReportData) -> dict[str, tuple[str, bytes]]:
     from . import _figures as fig
 
     out: dict[str, tuple[str, bytes]] = {}
-    if data.curves:
+    app = list(data.facts.sizes) == [0]  # an application's study: no message sizes to plot
+    if data.curves and not app:
         out["latency"] = ("latency.png", fig.latency(data.curves, data.facts.collective))
         out["throughput"] = ("throughput.png", fig.throughput(
             data.curves, data.cliffs, data.facts.collective, data.hockney.volume))
-    if data.speedup is not None and data.speedup.sizes:
+    if data.speedup is not None and data.speedup.sizes and not app:
         out["speedup"] = ("speedup.png", fig.speedup_by_size(data.speedup))
     out["history"] = ("history.png", fig.history(data.history))
     out["seconds"] = ("seconds.png", fig.seconds(data.seconds, data.facts.nodes))
     if data.importance.importances or data.importance.per_knob:
         out["importance"] = ("importance.png", fig.importance(data.importance))
-    if data.hockney.fits:
+    if data.hockney.fits and not app:
         out["hockney"] = ("hockney.png", fig.hockney(data.hockney))
     out["cost"] = ("cost.png", fig.cost(data.cost))
     if data.rules is not None and data.rules.rules is not None and any(

@@ -7,14 +7,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ..units import format_size
+from ..units import describe_sizes, format_size
 from ._cost import CostData, node_duration
 from ._markup import (CSS, format_size_float, html_escape, html_figure, html_table,
                       times_text)
 from ._model import ReportData, Verdict
 from ._sizes import size_list
 
-SECTIONS = (("result", "Result"), ("curves", "Latency and throughput"),
+SECTIONS = (("result", "Result"), ("application", "The application's metric"),
+            ("curves", "Latency and throughput"),
             ("speedup", "Speedup per size"), ("overlap", "Overlap per size"),
             ("history", "Search history and time"),
             ("knobs", "Knobs"), ("hockney", "Hockney model"), ("cliffs", "Protocol cliffs"),
@@ -25,16 +26,24 @@ def render(data: ReportData, images: Mapping[str, str]) -> str:
     """The page; `images` maps each figure key to its file name beside the page."""
     f = data.facts
     title = f"autotune report: {f.study}"
-    sections = [_result(data), _curves(data, images), _speedup(data, images), _overlap(data),
-                _history(data, images), _knobs(data, images), _hockney(data, images),
-                _cliffs(data), _cost(data.cost, images), _rules(data, images)]
-    present = ({"rules"} if data.rules is not None else set()) | (
-        {"overlap"} if data.overlap is not None else set())
+    if is_app(data):  # an application: its metric per launch, no message sizes to plot
+        sections = [_result(data), _application(data), _speedup(data, images),
+                    _history(data, images), _knobs(data, images), _cost(data.cost, images)]
+        shown = {"result", "application", "speedup", "history", "knobs", "cost"}
+    else:
+        sections = [_result(data), _curves(data, images), _speedup(data, images), _overlap(data),
+                    _history(data, images), _knobs(data, images), _hockney(data, images),
+                    _cliffs(data), _cost(data.cost, images), _rules(data, images)]
+        shown = {k for k, _ in SECTIONS if k not in ("rules", "overlap", "application")} | (
+            {"rules"} if data.rules is not None else set()) | (
+            {"overlap"} if data.overlap is not None else set())
     nav = "".join(f'<li><a href="#{k}">{html_escape(t)}</a></li>' for k, t in SECTIONS
-                  if k not in ("rules", "overlap") or k in present)
+                  if k in shown)
     facts = (f"{html_escape(f.collective)} on {f.nodes} node(s) \u00d7 {f.ppn} ranks ({f.nprocs} processes), "
-             f"{len(f.sizes)} sizes {html_escape(format_size(f.sizes[0]))}..{html_escape(format_size(f.sizes[-1]))}, "
-             f"{f.repetitions} launches per size, weights {html_escape(f.weights_source)}. Benchmark "
+             f"{html_escape(describe_sizes(f.sizes))}, "
+             + (f"{f.repetitions} launches per trial. " if is_app(data) else
+                f"{f.repetitions} launches per size, weights {html_escape(f.weights_source)}. ")
+             + "Benchmark "
              f"{html_escape(f.benchmark)}; space <code>{html_escape(f.space)}</code>; {html_escape(f.mpi)}, UCX {html_escape(f.ucx)}; "
              f"host {html_escape(f.host)} ({html_escape(f.cpu)}). {f.trials} trials: {f.complete} complete, "
              f"{f.pruned} pruned, {f.failed} failed"
@@ -71,7 +80,7 @@ def _result(data: ReportData) -> str:
             parts.append("faster beyond doubt at no single size (the weighted figure pools "
                          "the sizes)")
         size_lines = (f"<p>Per size ({html_escape(data.speedup.label)}, 95% CI of the mean over the paired "
-                      f"launches of the search): {'; '.join(parts)}.</p>")
+                      f"launches of the search): {'; '.join(parts)}.</p>") if not is_app(data) else ""
     trust = "".join(f"<li>{html_escape(line)}</li>" for line in v.trust)
     cost_line = (f"<p><b>Cost:</b> this search spent {html_escape(node_duration(cost.spent_node_seconds))} "
                  f"of benchmark time ({cost.configs_measured} configurations launched). The "
@@ -124,6 +133,30 @@ def _candidates(v: Verdict) -> str:
     return ("<h3>Candidates</h3>"
             + html_table(("trial", "its knobs (where not the default's)", "search speedup",
                       "confirmed speedup", "interval", "verdict", "rounds"), rows, (0, 2, 3, 6)))
+
+
+def is_app(data: ReportData) -> bool:
+    """A study of an application (--benchmark app): one value per launch, no message sizes."""
+    return list(data.facts.sizes) == [0]
+
+
+def _application(data: ReportData) -> str:
+    """What the application's launches gave: its metric per configuration, as measured."""
+    rows = []
+    for cc in data.curves:
+        if cc.curve.t_us:
+            low = cc.curve.low_us[0] if cc.curve.low_us else None
+            high = cc.curve.high_us[0] if cc.curve.high_us else None
+            rows.append((cc.label, cc.launches[0] if cc.launches else 0, f"{cc.curve.t_us[0]:.4g}",
+                         f"{low:.4g}..{high:.4g}" if low is not None and high is not None else ""))
+    return ('<section id="application"><h2>The application\'s metric</h2>'
+            f"<p>Measured: {html_escape(data.facts.benchmark)}. Every launch runs the program once "
+            "under the configuration's settings and gives one value; each candidate's launches are "
+            "paired with launches of the untuned stack seconds apart, as for a microbenchmark. "
+            "A rate (higher is better) is shown as its reciprocal, the value scored.</p>"
+            + html_table(("configuration", "launches", "value (geometric mean)", "95% CI"), rows,
+                         (1, 2))
+            + "</section>")
 
 
 def _curves(data: ReportData, images: Mapping[str, str]) -> str:

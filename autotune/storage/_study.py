@@ -160,7 +160,10 @@ class StoredVerification:
 
     @property
     def label(self) -> str:
-        """The benchmark's name without its path: `IMB-MPI1`, `mpi4py kernel`."""
+        """The benchmark's name without its path: `IMB-MPI1`, `mpi4py kernel`; an application's
+        check (`app: PROGRAM ...; metric: ...`) by what it is."""
+        if self.benchmark.startswith("app:"):
+            return "the application"
         return self.benchmark.split(" (", 1)[0] or "?"
 
     @property

@@ -29,6 +29,6 @@ def test_a_registered_benchmark_is_made_by_name_and_checked_by_its_partner(monke
 
 
 def test_an_unknown_benchmark_names_the_registered_ones():
-    with pytest.raises(InputError, match="unknown benchmark 'nope' \\(choose from mpi4py, imb\\)"):
+    with pytest.raises(InputError, match="unknown benchmark 'nope' \\(choose from mpi4py, imb, app\\)"):
         make_benchmark("nope")
     assert kind_of_stored("") == "mpi4py"  # an older study stored none: the default
