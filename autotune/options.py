@@ -57,6 +57,8 @@ class StartOptions:
     imb_off_cache: str | None = None  # IMB -off_cache CACHE_SIZE[,CACHE_LINE_SIZE]
     numactl: bool = False  # run the benchmark under `numactl -l` (seeds/000)
     app_command: tuple[str, ...] = ()  # --benchmark app: the program's argv (after --)
+    metric: str | None = None  # --benchmark app: REGEX with one group, or "wall" (the default)
+    higher_is_better: bool = False  # --benchmark app: the metric is a rate
     verify: str = "auto"  # auto | yes | no: the independent check at the end (endgame/verify.py)
     verify_rounds: int = 20
     per_size: bool = True  # per-size algorithm rules after the confirmation (endgame/stage.py)

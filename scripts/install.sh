@@ -5,7 +5,8 @@
 # --mpich: also MPICH beside Open MPI (Debian's mpich: mpiexec.mpich; Open MPI keeps mpirun and
 # mpiexec) and, for the kernel under MPICH, a second mpi4py built against it in .venv/mpi4py-mpich.
 # --test: also what the test suite needs beyond that (headless Chromium renders the report;
-# slurm-wlm and munge run a private Slurm cluster for the tests of real jobs; MPICH as --mpich).
+# slurm-wlm and munge run a private Slurm cluster for the tests of real jobs; MPICH as --mpich;
+# LAMMPS and its examples, a real application for --benchmark app).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 for_tests=0
@@ -37,7 +38,7 @@ done
 # the tests' private Slurm cluster (launchers/private-slurm.sh); no recommends: no mail server
 lean=()
 leans=()
-[ "$for_tests" = 1 ] && leans+=(slurm-wlm munge)
+[ "$for_tests" = 1 ] && leans+=(slurm-wlm munge lammps lammps-examples)
 [ "$mpich" = 1 ] && leans+=(mpich libmpich-dev)
 for pkg in "${leans[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || lean+=("$pkg")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -53,6 +54,9 @@ def held_locks(home: Path) -> list[str]:
     (["--nodes", "3"], "--nodes 3 but only 1 host(s)"),
     (["--launcher-mca", "btl_tcp_if_include=a;b"], "invalid name or value"),
     (["--launcher-mca", "pml=ucx"], "--launcher-mca pml: the space tunes it"),
+    (["--benchmark", "app", "--metric", "no group", "--", "true"], "needs exactly one group"),
+    (["--benchmark", "app", "--", "no-such-program", "x"], "no-such-program: command not found"),
+    (["--", "true"], "a program after -- is the benchmark of --benchmark app"),
 ])
 def test_bad_input_is_refused_before_detaching(autotune_cli, tmp_path, monkeypatch, args, text):
     home = tmp_path / "home"
@@ -104,3 +108,31 @@ def test_a_refusal_after_detaching_is_relayed_as_one_line(autotune_cli, tmp_path
     assert_one_line_error(proc, "was created with different sizes")
     assert proc.returncode == 2
     assert held_locks(home) == [] and processes_of(home) == []
+
+
+def test_more_options_go_before_the_program_of_an_app_benchmark():
+    """The background start re-runs its command with --foreground (and --study for
+    --new-study): those belong to autotune, never to the program after --."""
+    from autotune.daemon import with_options
+
+    assert with_options(["start", "--trials", "3"], "--foreground") == [
+        "start", "--trials", "3", "--foreground"]
+    assert with_options(["start", "--", "lmp", "-in", "x"], "--study", "s") == [
+        "start", "--study", "s", "--", "lmp", "-in", "x"]
+
+
+@pytest.mark.mpi
+def test_an_app_study_detaches_once_with_its_program_intact(autotune_cli, tmp_path, monkeypatch):
+    """A metric the untuned stack never prints is relayed from the daemon as one line; the
+    program's argv reaches it whole (a --foreground appended after it once made each daemon
+    start another in the background)."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("AUTOTUNE_HOME", str(home))
+    app = [sys.executable, str(Path(__file__).resolve().parents[1] / "data" / "fake_app.py")]
+    proc = autotune_cli("start", "--collective", "allreduce", "--ppn", "2", "--benchmark", "app",
+                        "--metric", r"never printed ([0-9]+)", "--trials", "2", "--new-study",
+                        "--", *app, timeout=120)
+    assert_one_line_error(proc, "the untuned stack's launch of app: ")
+    assert "is not in the output" in proc.stderr
+    time.sleep(1.0)
+    assert processes_of(home) == [] and held_locks(home) == []
