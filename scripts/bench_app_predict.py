@@ -102,7 +102,7 @@ def arms(args: argparse.Namespace) -> tuple[Any, TrialContext, dict, list[Arm]]:
             else:
                 wanted.append((label, found))
     wanted += [(c, dict(kv.split("=", 1) for kv in c.split(","))) for c in args.config]
-    rows, seen = [], set()
+    rows, seen = [], {}
     for label, given in [("the untuned stack", {})] + wanted:
         point = dict(default)
         for name, value in given.items():
@@ -112,9 +112,9 @@ def arms(args: argparse.Namespace) -> tuple[Any, TrialContext, dict, list[Arm]]:
         point = completed(params, point)
         key = tuple(sorted((k, str(v)) for k, v in point.items()))
         if key in seen:
-            print(f"{label}: the same configuration as an earlier arm", file=sys.stderr)
+            print(f"{label}: the same configuration as {seen[key]}", file=sys.stderr)
             continue
-        seen.add(key)
+        seen[key] = label
         changed = " ".join(f"{k}={v}" for k, v in point.items() if str(default.get(k)) != str(v))
         rows.append(Arm(f"{label}: {changed or '-'}", space.settings(point, ctx), point))
     return space, ctx, default, rows
