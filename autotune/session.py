@@ -49,10 +49,29 @@ EXIT_JOB_TIME_UP = 75  # sysexits EX_TEMPFAIL: the job's end stopped the run ear
 DEFAULT_SIZES = "8:1m"
 
 
+STOP_SIGNAL_SLACK = 120.0  # Slurm sends --signal up to a minute early; more, to be sure
+
+
+_job_end_seen: dict[str, float | None] = {}
+
+
+def job_end() -> float | None:
+    """The Slurm job's end, read when a session starts and remembered for its stop (squeue may
+    no longer answer then)."""
+    _job_end_seen["end"] = slurm_end_time()
+    return _job_end_seen["end"]
+
+
 def exit_code_for_stop() -> int:
-    """A stop signal inside a Slurm job is the job's time limit (or scancel) arriving before the
-    study ended: exit 75 so the job script requeues and resumes; elsewhere a stop is a clean 0."""
-    return EXIT_JOB_TIME_UP if slurm_end_time() is not None else 0
+    """A stop signal near the end of a Slurm job (within its margin and Slurm's early minute) is
+    the time limit arriving before the study ended: exit 75 so the job script requeues and
+    resumes. A stop earlier in the job (`autotune stop`, scancel) or outside Slurm is a clean 0,
+    and the job ends."""
+    end = _job_end_seen["end"] if "end" in _job_end_seen else slurm_end_time()
+    if end is None:
+        return 0
+    near = time.time() >= end - job_end_margin(end) - STOP_SIGNAL_SLACK
+    return EXIT_JOB_TIME_UP if near else 0
 
 
 @dataclass(frozen=True)
@@ -266,8 +285,14 @@ def verification_of(options: StartOptions) -> Any:
     --verify and no IMB, one line before anything starts."""
     from .endgame.partner import choose_benchmark, missing_partner
 
-    if options.verify == "no" or options.benchmark == "app":  # the app is checked with itself
-        return None  # by the confirmation's rounds, and by `autotune verify`
+    if options.benchmark == "app":  # checked with itself: the confirmation, `autotune verify`
+        if options.verify == "yes":
+            raise InputError("--verify: an application has no independent partner; the "
+                             "confirmation re-measures it, and `autotune verify ... -- PROGRAM` "
+                             "does again later")
+        return None
+    if options.verify == "no":
+        return None
     choice = choose_benchmark(options.benchmark, located=options, allow_same=False,
                               collective=options.collective)
     if choice is None and options.verify == "yes":
@@ -300,6 +325,10 @@ def prepare_session(options: StartOptions) -> Session:
         check_cores(options, ppn, host)
         ctx = TrialContext(options.collective, options.nodes)
         resolved = resolve(space, caps, ctx)
+        if not benchmark.sized:  # an application: its metric must be there before any search
+            notes.append(check_application(
+                options, pool, benchmark, ppn, chosen.sizes, resolved.space.settings(
+                    resolved.space.defaults(ctx, resolved.context_values), ctx)))
         config = StudyConfig(collective=options.collective, nodes=options.nodes, ppn=ppn,
                              space=space.name, sizes=chosen.sizes, weights=chosen.weights,
                              repetitions=options.repetitions, stages=options.stages,
@@ -337,12 +366,34 @@ def prepare_session(options: StartOptions) -> Session:
         raise
 
 
-def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved, config,
-                    name, lock, benchmark) -> Session:
-    plan = MeasurementPlan(collective=options.collective, nodes=options.nodes, ppn=ppn,
-                           sizes=chosen.sizes, repetitions=options.repetitions,
+def plan_for(options: StartOptions, ppn: int, sizes: tuple[int, ...]) -> MeasurementPlan:
+    return MeasurementPlan(collective=options.collective, nodes=options.nodes, ppn=ppn,
+                           sizes=sizes, repetitions=options.repetitions,
                            stages=options.stages, time_per_size=options.time_per_size,
                            timeout_floor=options.timeout_floor, objective=options.objective)
+
+
+def check_application(options: StartOptions, pool: NodePool, benchmark: Benchmark, ppn: int,
+                      sizes: tuple[int, ...], settings: Any) -> str:
+    """An application's metric on the untuned stack's first launch, before anything is stored
+    (a wrong regex leaves no study behind that the corrected command would then clash with);
+    the note that says what it gave."""
+    measurer = Measurer(plan_for(options, ppn, sizes), None, benchmark,
+                        oversubscribe=options.oversubscribe)
+    group = pool.acquire()
+    try:
+        record = check_app_metric(measurer.on(group), settings)
+    finally:
+        pool.release(group)
+    value = next(iter(record.t_max_us.values()))
+    shown = 1.0 / value if options.higher_is_better else value  # a rate is scored reciprocal
+    return (f"the untuned stack's launch of the application gave {shown:g} in "
+            f"{record.seconds:.1f} s ({benchmark.describe()})")
+
+
+def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved, config,
+                    name, lock, benchmark) -> Session:
+    plan = plan_for(options, ppn, chosen.sizes)
     store = open_storage(options.storage)
     strategy = make_strategy(options.strategy, seed=options.seed, prune=options.prune,
                              options=options)
@@ -389,7 +440,7 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
     deadlines = []
     if options.time_budget:
         deadlines.append(time.time() + options.time_budget)
-    slurm_end = slurm_end_time()
+    slurm_end = job_end()
     if slurm_end:
         deadlines.append(slurm_end - job_end_margin(slurm_end))
     session.deadline = min(deadlines) if deadlines else None
@@ -408,16 +459,6 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
                              f"own choice); {selector} is a knob, and the knobs of another choice "
                              "are asked for only on trials that choose it")
     session.notes.extend(nbc_notes(options.collective, resolved.space, ctx, caps))
-    if not benchmark.sized:  # an application: its metric must be there before any search
-        group = pool.acquire()
-        try:
-            record = check_app_metric(measurer.on(group),
-                                      resolved.space.settings(default_params, ctx))
-        finally:
-            pool.release(group)
-        value = next(iter(record.t_max_us.values()))
-        session.notes.append(f"the untuned stack's launch of the application gave {value:g} "
-                             f"in {record.seconds:.1f} s ({benchmark.describe()})")
     ucx_params = ucx_trial_params(resolved.space, ctx, default_params)
     if options.check_live and ucx_params is not None and caps.mpi_family == "openmpi":
         group = pool.acquire()

@@ -50,14 +50,17 @@ def parse_size_range(text: str) -> tuple[int, ...]:
 
 
 def format_size(size: int) -> str:
-    """Human form used in tables and file headers: 8 B, 4 KiB, 1 MiB; 0 is an application's
-    launch, which has no message size (benchmarks.APP_RUN)."""
-    if size == 0:
-        return "per run"
+    """Human form used in tables and file headers: 8 B, 4 KiB, 1 MiB."""
     for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if size >= factor and size % factor == 0:
             return f"{size // factor} {unit}"
     return f"{size} B"
+
+
+def size_label(size: int) -> str:
+    """A measured size in a per-size table: format_size, or `per run` for an application's one
+    value per launch (benchmarks.APP_RUN, size 0; a rule band's 0 B stays 0 B)."""
+    return "per run" if size == 0 else format_size(size)
 
 
 def describe_sizes(sizes: tuple[int, ...] | list[int]) -> str:

@@ -92,11 +92,13 @@ def test_two_simultaneous_starts_exactly_one_runs(tmp_path):
     assert "already running (pid" in refused and " on " in refused
 
 
-@pytest.mark.parametrize("in_slurm_job", [False, True], ids=["terminal", "slurm-job"])
-def test_sigterm_during_a_trial(tmp_path, in_slurm_job):
-    """Outside Slurm a stop is a clean exit 0; inside a job (whose end is hours away) the signal
-    is the job ending early: exit 75, so the job script requeues and the next job resumes."""
-    job = {"SLURM_JOB_END_TIME": str(int(time.time()) + 4 * 3600)} if in_slurm_job else {}
+@pytest.mark.parametrize("job_left, code", [(None, 0), (4 * 3600, 0), (150, 75)],
+                         ids=["terminal", "early-in-a-slurm-job", "near-the-jobs-end"])
+def test_sigterm_during_a_trial(tmp_path, job_left, code):
+    """A stop is a clean exit 0 outside Slurm, and early in a job (`autotune stop`, scancel: the
+    job ends). Near the job's end the signal is the time limit arriving before the study ended:
+    exit 75, so the job script requeues and the next job resumes."""
+    job = {} if job_left is None else {"SLURM_JOB_END_TIME": str(int(time.time()) + job_left)}
     proc = launch(tmp_path, *FAST, "--trials", "30", extra_env=job)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # wait until a benchmark of a trial is running
@@ -112,7 +114,7 @@ def test_sigterm_during_a_trial(tmp_path, in_slurm_job):
     t0 = time.monotonic()
     os.kill(proc.pid, signal.SIGTERM)
     out, _ = proc.communicate(timeout=30)
-    assert proc.returncode == (75 if in_slurm_job else 0), out
+    assert proc.returncode == code, out
     assert time.monotonic() - t0 < 15
     assert wait_no_leftovers(home=tmp_path) == []
     study = load(tmp_path)

@@ -105,7 +105,8 @@ def test_a_study_that_ended_just_before_the_signal_is_not_requeued(stubs, templa
     assert proc.returncode == 0, err
     assert "autotune got TERM" in calls(log)
     assert not [c for c in calls(log) if c.startswith("scontrol requeue")]
-    assert "the study ended before the time limit; not requeued" in out
+    assert "autotune ended before the time limit (the study is done, or was stopped); not " \
+           "requeued" in out
 
 
 @pytest.mark.parametrize("term_exit", ["143", "1"])

@@ -251,10 +251,10 @@ def overlap_lines(overlap: Any) -> list[str | Table]:
 
 @to_text.register
 def _(result: VerifyReport) -> list[str | Table]:
-    from ..units import format_size
+    from ..units import size_label
 
     check = result.verification
-    rows = tuple((format_size(s.size), f"{s.speedup:.3f}x",
+    rows = tuple((size_label(s.size), f"{s.speedup:.3f}x",
                   f"{s.speedup_interval[0]:.3f}x..{s.speedup_interval[1]:.3f}x")
                  for s in check.sizes)
     lines: list[str | Table] = []

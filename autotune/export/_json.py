@@ -49,7 +49,10 @@ def json_file(best: BestConfig, now: dt.datetime | None = None) -> str:
         "host": best.host,
         "measured": None if config is None else {
             "collective": config.collective, "nodes": config.nodes, "ppn": config.ppn,
-            "space": config.space, "sizes": list(config.sizes)},
+            "space": config.space, "sizes": list(config.sizes),
+            # what measured it: `mpi4py kernel`, `IMB-MPI1 (...)`, or `app: PROGRAM ...; metric:
+            # ...` (an application's study: sizes [0], one value per launch)
+            "benchmark": config.benchmark},
         # the per-size rules exported (autotune.rules.RuleSet.to_dict): adopted ones, or measured
         # ones with --force; None for one global setting; withheld like the settings
         "rules": None if rules is None or best.withheld else rules.to_dict(),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ..units import describe_sizes, format_size
+from ..units import describe_sizes, format_size, size_label
 from ._cost import CostData, node_duration
 from ._markup import (CSS, format_size_float, html_escape, html_figure, html_table,
                       times_text)
@@ -203,7 +203,7 @@ def _speedup(data: ReportData, images: Mapping[str, str]) -> str:
     if s is not None:
         table = html_table(("size", "weight", "speedup", "95% CI", "launches",
                         "contribution (weight \u00d7 ln speedup, pp)"),
-                       [(format_size(r.size), f"{r.weight:.1%}", times_text(r.speedup),
+                       [(size_label(r.size), f"{r.weight:.1%}", times_text(r.speedup),
                          f"{times_text(r.low)}..{times_text(r.high)}", r.launches,
                          f"{100 * r.contribution:+.2f}")
                         for r in s.sizes], (1, 2, 4, 5))

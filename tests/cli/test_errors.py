@@ -71,3 +71,11 @@ def test_export_offers_every_exporter(autotune_cli):
 
     text = autotune_cli("export", "--help", check=True).stdout
     assert all(name in text for name in EXPORTERS)
+
+
+@pytest.mark.parametrize("command", ["status", "stop", "logs", "report", "export"])
+def test_campaign_subcommands_are_not_taken_for_an_application(autotune_cli, command):
+    """`start`'s program argument (--benchmark app) is not a campaign option: a subcommand
+    word must reach its subcommand (it once became the campaign's "program")."""
+    proc = autotune_cli("campaign", command)
+    assert "missing --collectives" not in proc.stderr, proc.stderr
