@@ -29,6 +29,9 @@ from .options import (declared_option, declared_options, format_option, launcher
 @click.option("--launcher-mca", multiple=True, metavar="NAME=VALUE",
               help="site MCA settings, as given to `autotune start`")
 @click.option("--oversubscribe", is_flag=True)
+@click.option("--timeout-floor", type=click.FloatRange(min=1), default=None,
+              help="seconds a launch may take before it is killed, as given to `autotune start` "
+                   "(an application that runs longer needs it)  [default: 60]")
 @declared_options(REGISTRY["app"].cli_options)
 @format_option("text", "json")
 @study_option
@@ -36,7 +39,8 @@ from .options import (declared_option, declared_options, format_option, launcher
 @click.argument("app_command", nargs=-1, type=click.UNPROCESSED, metavar="[-- PROGRAM ARGS...]")
 def verify(benchmark: str | None, imb_dir: str | None, rounds: int, seed: int | None,
            launcher: str, hostfile: str | None, launcher_mca: tuple[str, ...],
-           oversubscribe: bool, metric: str | None, higher_is_better: bool, fmt: str,
+           oversubscribe: bool, timeout_floor: float | None, metric: str | None,
+           higher_is_better: bool, fmt: str,
            study_name: str | None, storage: str | None, app_command: tuple[str, ...]) -> None:
     """Measure the exported best against the untuned stack with an independent benchmark, store
     the result, and say whether it backs the search's claim (export follows it). A study of an
@@ -52,7 +56,8 @@ def verify(benchmark: str | None, imb_dir: str | None, rounds: int, seed: int | 
                             launcher=launcher, hostfile=hostfile,
                             launcher_mca=tuple(name_value(i) for i in launcher_mca),
                             oversubscribe=oversubscribe, app_command=tuple(app_command),
-                            metric=metric, higher_is_better=higher_is_better)
+                            metric=metric, higher_is_better=higher_is_better,
+                            timeout_floor=timeout_floor)
     try:
         result = run_verify(request, on_start=lambda line: render.err.print(line, markup=False),
                             on_round=_progress)

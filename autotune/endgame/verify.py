@@ -232,11 +232,14 @@ def store(study: optuna.Study, result: StoredVerification) -> None:
     study.set_user_attr(VERIFICATION_ATTR, result.to_dict())
 
 
-def plan_of(config: StudyConfig) -> MeasurementPlan:
+def plan_of(config: StudyConfig, timeout_floor: float | None = None) -> MeasurementPlan:
+    """The study's measurement plan; `timeout_floor`: seconds a launch may take at least (an
+    application that runs longer than the default's minute needs more)."""
+    more = {} if timeout_floor is None else {"timeout_floor": timeout_floor}
     return MeasurementPlan(collective=config.collective, nodes=config.nodes, ppn=config.ppn,
                            sizes=config.sizes, repetitions=config.repetitions,
                            stages=config.stages, time_per_size=config.time_per_size,
-                           objective=config.objective)
+                           objective=config.objective, **more)
 
 
 def estimate_seconds(study: optuna.Study, plan: MeasurementPlan, rounds: int) -> float | None:

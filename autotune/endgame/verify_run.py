@@ -34,6 +34,7 @@ class VerifyRequest:
     app_command: tuple[str, ...] = ()  # an application study: its program, given again
     metric: str | None = None
     higher_is_better: bool = False
+    timeout_floor: float | None = None  # seconds a launch may take (None: the default minute)
 
 
 def run_verify(request: VerifyRequest, *, on_start: Callable[[str], None] | None = None,
@@ -83,7 +84,8 @@ def run_verify(request: VerifyRequest, *, on_start: Callable[[str], None] | None
                          f"rounds of {len(plan_of(config).blocks())} size block(s)")
             group = pool.acquire()
             try:
-                measurer = Measurer(plan_of(config), None, choice.benchmark,
+                measurer = Measurer(plan_of(config, request.timeout_floor), None,
+                                    choice.benchmark,
                                     oversubscribe=request.oversubscribe).on(group)
                 return verify_on(study, measurer, choice, request.rounds, request.seed,
                                  on_round=on_round)
