@@ -63,8 +63,13 @@ def size_label(size: int) -> str:
     return "per run" if size == 0 else format_size(size)
 
 
+def is_app_run(sizes: tuple[int, ...] | list[int]) -> bool:
+    """The sizes of an application's study (benchmarks.APP_RUN alone): one value per launch."""
+    return list(sizes) == [0]
+
+
 def describe_sizes(sizes: tuple[int, ...] | list[int]) -> str:
     """`18 sizes 8 B..1 MiB`, or what an application's study measures instead."""
-    if list(sizes) == [0]:
+    if is_app_run(sizes):
         return "one value per launch (the application's metric)"
     return f"{len(sizes)} sizes {format_size(sizes[0])}..{format_size(sizes[-1])}"

@@ -11,7 +11,7 @@ import sys
 
 from rich.markup import escape
 
-from ..units import describe_sizes
+from ..units import describe_sizes, is_app_run
 from .render import err
 
 
@@ -70,7 +70,7 @@ def _print_plan(session, options) -> None:
               f"pid {os.getpid()}")
     err.print(f"{config.collective}: {config.nodes} node x {config.ppn} ranks, "
               f"{describe_sizes(config.sizes)}, "
-              + (f"{config.repetitions} launches per trial, " if list(config.sizes) == [0] else
+              + (f"{config.repetitions} launches per trial, " if is_app_run(config.sizes) else
                  f"{config.repetitions} launches per size in {len(plan.blocks())} stages, ")
               + f"space {escape(session.space_name)} on {session.caps.mpi}, "
               f"UCX {session.caps.ucx_version or 'n/a'}")

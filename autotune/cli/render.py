@@ -209,7 +209,9 @@ def _(result: BestReport) -> list[str | Table]:
         head = (f"study {cfg.study}: best is trial {cfg.trial}, speedup {cfg.speedup:.3f}x over "
                 "the default")
     lines: list[str | Table] = [head]
-    if cfg.config is not None and list(cfg.config.sizes) == [0]:  # an application's study
+    from ..units import is_app_run
+
+    if cfg.config is not None and is_app_run(cfg.config.sizes):  # an application's study
         lines.append(f"measured: {cfg.config.benchmark}")
     lines += [f"  {name} = {value}" for name, value in cfg.params.items()]
     from ..claims import trust_lines

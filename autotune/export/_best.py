@@ -159,7 +159,7 @@ def header_lines(best: BestConfig, now: dt.datetime) -> list[str]:
     if config:
         lines.append(f"# {p(config.collective)} on {config.nodes} node(s) x {config.ppn} ranks per "
                      f"node, space {p(config.space)}")
-        if list(config.sizes) == [0]:  # an application's study: what it measured instead
+        if units.is_app_run(config.sizes):  # an application's study: what it measured instead
             lines.append(f"# scored by {p(config.benchmark)}, one value per launch")
         else:
             lines.append(f"# scored over {describe_sizes(config)}, weights: "

@@ -28,10 +28,11 @@ PAGE = "index.html"
 def figures(data: ReportData) -> dict[str, tuple[str, bytes]]:
     """Figure key -> (file name, PNG bytes), in page order. A figure without data is not drawn
     (the page says why in words): an empty panel tells a reader nothing."""
+    from ..units import is_app_run
     from . import _figures as fig
 
     out: dict[str, tuple[str, bytes]] = {}
-    app = list(data.facts.sizes) == [0]  # an application's study: no message sizes to plot
+    app = is_app_run(data.facts.sizes)  # an application's study: no message sizes to plot
     if data.curves and not app:
         out["latency"] = ("latency.png", fig.latency(data.curves, data.facts.collective))
         out["throughput"] = ("throughput.png", fig.throughput(

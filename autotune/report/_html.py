@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ..units import describe_sizes, format_size, size_label
+from ..units import describe_sizes, format_size, is_app_run, size_label
 from ._cost import CostData, node_duration
 from ._markup import (CSS, format_size_float, html_escape, html_figure, html_table,
                       times_text)
@@ -137,7 +137,7 @@ def _candidates(v: Verdict) -> str:
 
 def is_app(data: ReportData) -> bool:
     """A study of an application (--benchmark app): one value per launch, no message sizes."""
-    return list(data.facts.sizes) == [0]
+    return is_app_run(data.facts.sizes)
 
 
 def _application(data: ReportData) -> str:
