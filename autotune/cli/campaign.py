@@ -186,7 +186,8 @@ def _status(storage, name):
 @campaign_name_option
 @storage_option
 def status(fmt: str, campaign_name: str | None, storage: str | None) -> None:
-    """Every case: done, running, waiting or left; trials, gain over the untuned stack, cost."""
+    """Every case: done, running, waiting, partial (started, not finished) or left; trials, gain
+    over the untuned stack, cost."""
     render.emit(CampaignStatusReport(_status(storage, campaign_name)), fmt)
 
 
