@@ -9,6 +9,7 @@ import sys
 import click
 
 from ..benchmarks import ALL_COLLECTIVES
+from ..benchmarks import REGISTRY as BENCHMARK_KINDS
 from ..errors import AutotuneError, InputError
 from . import render
 from .models import BackgroundStart, CampaignStatusReport, Message
@@ -66,7 +67,19 @@ def _campaign_params() -> list[click.Parameter]:
         click.Option(["--neighbours/--no-neighbours"], default=True, show_default=True,
                      help="warm-start each case with what its finished neighbours found"),
     ]
-    return own + [p for p in start.params if p.name not in _PER_CASE]
+    app_options = {spec.name for spec in BENCHMARK_KINDS["app"].cli_options}
+    inherited = [p for p in start.params if p.name not in _PER_CASE | app_options]
+    return own + [_without_app(p) if p.name == "benchmark" else p for p in inherited]
+
+
+def _without_app(option: click.Parameter) -> click.Parameter:
+    """start's --benchmark without `app`: a campaign's cases are microbenchmark runs."""
+    assert isinstance(option, click.Option) and isinstance(option.type, click.Choice)
+    choices = [c for c in option.type.choices if c != "app"]
+    return click.Option(option.opts, type=click.Choice(choices), default=option.default,
+                        show_default=True, help="what times the collective: " + "; ".join(
+                            f"{name}: {kind.summary}" for name, kind in BENCHMARK_KINDS.items()
+                            if name in choices))
 
 
 @click.pass_context

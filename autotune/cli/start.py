@@ -53,7 +53,7 @@ from .options import (
               help="search space: a shipped name (autotune spaces list), a YAML file, or several "
                    "joined with +")
 @click.option("--sizes", callback=sizes_option, metavar="MIN:MAX|LIST",
-              help=f"message sizes: powers of two in MIN:MAX or a list (k/m suffixes)  "
+              help=f"message sizes: powers of two in MIN:MAX or a list (binary k/m/g suffixes)  "
                    f"[default: {DEFAULT_SIZES}, or the weights file's sizes]")
 @click.option("--weights", "weights_file", metavar="FILE",
               help="YAML/CSV mapping message size -> weight (e.g. from an application profile)")
