@@ -71,8 +71,8 @@ def cost_figure(rows: tuple[CaseRow, ...]) -> bytes:
     fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(shown) + 2), 3.8))
     width = 0.27
     series = (("spent (measured)", "spent_node_seconds", "tab:blue"),
-              ("staged sweep, seeds/000", "staged_node_seconds", "tab:orange"),
-              ("full grid", "grid_node_seconds", "tab:red"))
+              ("staged sweep, estimated", "staged_node_seconds", "tab:orange"),
+              ("full grid, estimated", "grid_node_seconds", "tab:red"))
     for i, (label, attr, color) in enumerate(series):
         values = [max(getattr(r, attr) or 0.0, 1e-3) for r in shown]
         ax.bar([j + (i - 1) * width for j in range(len(shown))], values, width, label=label,
@@ -104,8 +104,8 @@ def cost_line(data: CampaignReportData) -> str:
     """The campaign's benchmark time against the manual ways, in one sentence."""
     spent, staged, grid = (data.total(a) for a in ("spent_node_seconds", "staged_node_seconds",
                                                    "grid_node_seconds"))
-    return (f"{_seconds(spent)} of benchmark time spent; the staged sweep of seeds/000 over the "
-            f"same spaces would take about {_seconds(staged)}, the full grid about "
+    return (f"{_seconds(spent)} of benchmark time spent; the manual staged sweep over the "
+            f"same spaces would take an estimated {_seconds(staged)}, the full grid "
             f"{_seconds(grid)}" + (f" ({staged / spent:.1f}x and {grid / spent:,.0f}x what was "
                                    "spent)" if spent and staged and grid else "") + ".")
 

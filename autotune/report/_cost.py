@@ -1,5 +1,5 @@
 """Where the benchmark seconds went, and what the same question would have cost the manual way:
-the staged sweep of seeds/000 and the full grid of the same space, priced at this study's own
+the manual staged sweep and the full grid of the same space, priced at this study's own
 measured launch time (configurations x launches per configuration x mean launch seconds)."""
 
 from __future__ import annotations

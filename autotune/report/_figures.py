@@ -321,9 +321,9 @@ def cost(data: CostData) -> bytes:
     """Node-hours of this search against the staged sweep and the full grid (log scale)."""
     fig, ax = plt.subplots(figsize=(10, 3.2))
     rows = [("this search (measured)", data.spent_node_seconds, "tab:blue"),
-            (f"staged sweep, seeds/000 ({data.staged} configs)",
+            (f"staged sweep, estimated ({data.staged} configs)",
              data.staged_seconds * data.nodes, "tab:orange"),
-            (f"full grid ({data.grid} configs)", data.grid_seconds * data.nodes, "tab:red")]
+            (f"full grid, estimated ({data.grid} configs)", data.grid_seconds * data.nodes, "tab:red")]
     y = list(range(len(rows)))[::-1]
     values = [max(r[1], 1e-3) for r in rows]
     ax.barh(y, values, color=[r[2] for r in rows])

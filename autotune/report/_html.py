@@ -84,10 +84,10 @@ def _result(data: ReportData) -> str:
     trust = "".join(f"<li>{html_escape(line)}</li>" for line in v.trust)
     cost_line = (f"<p><b>Cost:</b> this search spent {html_escape(node_duration(cost.spent_node_seconds))} "
                  f"of benchmark time ({cost.configs_measured} configurations launched). The "
-                 f"staged sweep of seeds/000 over the same space would have measured "
-                 f"{html_escape(cost.staged)} configurations, about "
+                 f"manual staged sweep over the same space would have measured "
+                 f"{html_escape(cost.staged)} configurations, an estimated "
                  f"{html_escape(node_duration(cost.staged_seconds * cost.nodes))}; the full grid "
-                 f"{html_escape(cost.grid)} configurations, about "
+                 f"{html_escape(cost.grid)} configurations, an estimated "
                  f"{html_escape(node_duration(cost.grid_seconds * cost.nodes))} (see <a href=\"#cost\">Cost"
                  "</a>).</p>")
     return (f'<section id="result"><h2>Result</h2><div class="verdict {kind}">'
@@ -255,7 +255,7 @@ def _overlap(data: ReportData) -> str:
         rows.append(row)
     numeric = range(1, len(header))
     return ('<section id="overlap"><h2>Overlap per size: default vs best</h2>'
-            "<p>IMB-NBC's method (seeds/004): t_pure is the collective alone (start and wait), "
+            "<p>IMB-NBC's method: t_pure is the collective alone (start and wait), "
             "t_CPU a computation calibrated to last about t_pure, t_ovrl the collective started, "
             "that computation, then the wait; overlap = 100 \u00d7 max(0, min(1, (t_pure + "
             "t_CPU \u2212 t_ovrl) / max(t_pure, t_CPU))), of the rank with the largest t_ovrl. "
@@ -347,16 +347,16 @@ def _cost(cost: CostData, images: Mapping[str, str]) -> str:
     rows = [("this search (measured)", cost.configs_measured, "\u2013", "\u2013",
              f"{cost.spent_seconds:,.0f}", f"{cost.spent_node_seconds:,.0f}",
              node_duration(cost.spent_node_seconds)),
-            ("staged sweep (seeds/000)", str(cost.staged), cost.launches_per_config,
+            ("staged sweep (estimated)", str(cost.staged), cost.launches_per_config,
              f"{cost.mean_launch_seconds:.2f}", f"{cost.staged_seconds:,.0f}",
              f"{cost.staged_seconds * n:,.0f}", node_duration(cost.staged_seconds * n)),
-            ("full grid", str(cost.grid), cost.launches_per_config,
+            ("full grid (estimated)", str(cost.grid), cost.launches_per_config,
              f"{cost.mean_launch_seconds:.2f}", f"{cost.grid_seconds:,.0f}",
              f"{cost.grid_seconds * n:,.0f}", node_duration(cost.grid_seconds * n))]
     note = (f"<p class=muted>{html_escape(cost.note)}</p>" if cost.note else "")
     return ('<section id="cost"><h2>Cost: this search against the manual ways</h2>'
             + html_figure(images, "cost", "cost comparison",
-                      "Benchmark node-seconds (log scale). The alternatives are priced at this "
+                      "Benchmark node-seconds (log scale). The alternatives are estimates, priced at this "
                       "study's own measured launch time: configurations \u00d7 launches per "
                       "configuration \u00d7 mean launch seconds \u00d7 nodes.")
             + html_table(("method", "configurations", "launches each", "mean launch (s)",

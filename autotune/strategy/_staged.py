@@ -88,7 +88,7 @@ class StagedStrategy(Strategy):
         return space.suggest(trial, ctx)
 
     def describe(self) -> str:
-        return "staged sweep (seeds/000): transports x RNDV, then ZCOPY, then the rest; no pruning"
+        return "the manual staged sweep: transports x RNDV, then ZCOPY, then the rest; no pruning"
 
 
 def _active(params, point: dict[str, Any]) -> dict[str, Any]:  # noqa: ANN001

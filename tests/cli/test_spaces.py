@@ -4,7 +4,7 @@ def test_spaces_list_and_show(autotune_cli):
         assert name in listed
     shown = autotune_cli("spaces", "show", "openmpi-ucx", check=True).stdout
     for knob in ("UCX_TLS", "UCX_RNDV_THRESH", "UCX_ZCOPY_THRESH", "coll_hcoll_enable",
-                 "coll_ucc_enable", "mapping", "NPS", "seeds/000"):
+                 "coll_ucc_enable", "mapping", "NPS", "manual staged sweep"):
         assert knob in shown
     tuned = autotune_cli("spaces", "show", "openmpi-tuned", check=True).stdout
     assert "from ompi_info" in tuned and "coll_tuned_reduce_algorithm_chain_fanout" in tuned

@@ -118,7 +118,7 @@ def test_a_person_can_read_who_won_by_how_much_where_and_at_what_cost(report_dir
     assert ("as fast as the untuned default" in text and "CI" in text) or \
         "keep the untuned stack" in text or "UNCONFIRMED" in text
     assert "Per size (trial" in text and "95% CI of the mean over the paired launches" in text
-    assert "staged sweep of seeds/000" in text and "full grid" in text
+    assert "manual staged sweep over the same space" in text and "an estimated" in text and "full grid" in text
     assert "node-" in text  # costs in node-seconds / -minutes / -hours
     # the test space: UCX_TLS 2 x UCX_RNDV_THRESH 2 = 4 configurations
     assert "4 configurations" in text
