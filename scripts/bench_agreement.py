@@ -18,7 +18,7 @@ Also printed: the agreement of the trimmed means of the rounds (a study's own sc
 its own default launches, interleaved the same way): the noise floor of the comparison, what
 agreement the criterion allows on this machine even with no difference of method.
 
-    .venv/bin/python scripts/bench_agreement.py --rounds 12 --imb-dir ../shared/tools/imb
+    .venv/bin/python scripts/bench_agreement.py --rounds 12 --imb-dir DIR
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from autotune.space import (TrialContext, completed, load_space, one_knob_change
 from autotune.units import parse_size_range  # noqa: E402
 
 RANKS = 2  # a shared 2-core machine: never more
-# what searches here favoured (issue 21's quick start and its kernel-flattered runs)
+# what searches here favoured (quick starts and the runs the kernel flattered)
 FAVOURITES = (
     {"pml": "ucx", "UCX_ZCOPY_THRESH": "4kb", "coll_tuned_allreduce_algorithm": 3},
     {"pml": "ucx", "UCX_TLS": "self,sm", "UCX_RNDV_THRESH": "32kb", "UCX_ZCOPY_THRESH": "4kb",
@@ -106,7 +106,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--group", type=int, default=3)
     parser.add_argument("--time-per-size", type=float, default=0.02)
-    parser.add_argument("--imb-dir", default=str(ROOT.parent / "shared" / "tools" / "imb"))
+    parser.add_argument("--imb-dir", required=True,
+                        help="directory holding an IMB-MPI1 built for this MPI")
     parser.add_argument("--config", action="append", default=[],
                         help="another configuration, NAME=VALUE,NAME=VALUE (repeatable)")
     parser.add_argument("--tolerance", type=float, default=3.0, help="percentage points")

@@ -194,7 +194,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="every other size of --sizes (IMB then reads a -msglen file)")
     parser.add_argument("--kernel", type=Path, default=None,
                         help="run this kernel file instead of the installed one")
-    parser.add_argument("--imb-dir", default=str(ROOT.parent / "shared" / "tools" / "imb"))
+    parser.add_argument("--imb-dir", required=True,
+                        help="directory holding an IMB-MPI1 built for this MPI")
     parser.add_argument("--imb-off-cache", default=None, metavar="SPEC",
                         help="IMB -off_cache (e.g. -1); default: buffers reused, as the kernel")
     parser.add_argument("--time-per-size", type=float, default=0.02)

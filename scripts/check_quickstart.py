@@ -7,13 +7,13 @@ stack (plain `pml=ucx`, each algorithm, each mapping, ...; the export is one arm
 it is itself one of them: two arms of one configuration would differ by noise alone), all
 measured with IMB-MPI1 against the untuned stack in `--rounds` interleaved rounds
 (scripts/_interleaved.py), with the study's sizes and weights. An arm's speedup is the median
-over the rounds of exp(-round score), as issue 21 asks, and the mean with its Student-t 95%
+over the rounds of exp(-round score), as the quick-start check asks, and the mean with its Student-t 95%
 interval beside it. The verdicts:
 - the export is at most `--gap` percentage points below the best single-knob change;
 - its claim reproduces: IMB's median speedup lies inside the confirmation's interval (an export of
   the untuned stack claims nothing).
 
-    .venv/bin/python scripts/check_quickstart.py --imb-dir ../shared/tools/imb --rounds 20
+    .venv/bin/python scripts/check_quickstart.py --imb-dir DIR --rounds 20
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--study", default=QUICK_START_STUDY)
     parser.add_argument("--storage", default=None, help="default: $AUTOTUNE_HOME's database")
-    parser.add_argument("--imb-dir", default=str(ROOT.parent / "shared" / "tools" / "imb"))
+    parser.add_argument("--imb-dir", required=True,
+                        help="directory holding an IMB-MPI1 built for this MPI")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--group", type=int, default=4)
     parser.add_argument("--time-per-size", type=float, default=0.02)
