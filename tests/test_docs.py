@@ -53,12 +53,24 @@ TOP_COMMANDS = {path[0] for path in TREE if len(path) == 1}
 
 
 def code_spans(text: str) -> list[tuple[int, str]]:
-    """(line number, code) for every fenced block line (continuations joined) and inline span."""
+    """(line number, code) for every fenced block line (continuations joined) and every inline
+    span, also one that wraps onto the next line."""
     spans: list[tuple[int, str]] = []
     fenced = False
     pending, pending_line = "", 0
+    prose: list[tuple[int, str]] = []
+
+    def flush_prose() -> None:
+        if not prose:
+            return
+        first, joined = prose[0][0], "\n".join(line for _, line in prose)
+        for match in re.finditer(r"`([^`]+)`", joined):
+            spans.append((first + joined.count("\n", 0, match.start()), match.group(1).replace("\n", " ")))
+        prose.clear()
+
     for number, line in enumerate(text.splitlines(), 1):
         if line.lstrip().startswith("```"):
+            flush_prose()
             fenced = not fenced
             continue
         if fenced:
@@ -69,8 +81,13 @@ def code_spans(text: str) -> list[tuple[int, str]]:
                 continue
             spans.append((pending_line, pending + line))
             pending = ""
+        elif line.strip() and not line.lstrip().startswith("|"):
+            prose.append((number, line))
         else:
-            spans.extend((number, span) for span in re.findall(r"`([^`]+)`", line))
+            flush_prose()
+            if line.lstrip().startswith("|"):
+                spans.extend((number, span) for span in re.findall(r"`([^`]+)`", line))
+    flush_prose()
     return spans
 
 
@@ -140,6 +157,8 @@ def test_the_checker_finds_a_removed_option_and_a_missing_command(tmp_path):
     path, options = resolve("history --study x --nonsense 1".split())
     assert path == ("history",) and "--nonsense" in options and "--nonsense" not in TREE[path]
     assert resolve("bogus --x".split())[0] == ()
+    assert code_spans("see `autotune history\n--nonsense x` and\n\n```bash\nautotune best \\\n  --study s\n```") == \
+        [(1, "autotune history --nonsense x"), (5, "autotune best    --study s")]
 
 
 def readme_table_commands() -> set[tuple[str, ...]]:
