@@ -73,7 +73,7 @@ def test_sbatch_passes_the_time_limit_signal_on_and_requeues(stubs):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     lines = calls(log)
-    assert lines[0] == ("autotune start --collective allreduce --nodes 3 --trials 100 "
+    assert lines[0] == ("autotune start --collective allreduce --nodes 3 --trials-total 100 "
                         "--launcher slurm --foreground --ppn 4")
     assert "autotune got TERM" in lines
     assert lines[-1] == "scontrol requeue 4242"
@@ -152,7 +152,7 @@ def test_ray_on_slurm_starts_head_and_workers_then_autotune(stubs):
     assert "--nodes=2 --ntasks=2 --ntasks-per-node=1 --cpus-per-task=8 --exclude=node01" in workers
     assert '{"mpi_node": 1}' in workers
     auto = next(c for c in lines if c.startswith("autotune"))
-    assert auto == ("autotune start --collective allreduce --trials 100 --launcher ray "
+    assert auto == ("autotune start --collective allreduce --trials-total 100 --launcher ray "
                     "--ray-address 10.1.0.1:6379 --ray-resource mpi_node --foreground "
                     "--nodes 2 --parallel 1")
     assert "srun got TERM" in lines  # the Ray steps are stopped at the end

@@ -198,3 +198,25 @@ def test_incompatible_space_change_is_a_clear_error(study_run, tmp_path):
                "--foreground", check=False)
     assert proc.returncode == 2, proc.stderr
     assert "no longer matches" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_trials_total_tops_the_study_up_and_excludes_trials(study_run):
+    """What a requeued Slurm job runs (launchers/autotune.sbatch): the study's trials in all, not
+    this run's. Last in this module: it adds trials to the module's study."""
+    cli, _, study = study_run
+    from autotune.storage import trials_done
+
+    study = optuna.load_study(study_name=study.study_name, storage=study._storage)
+    before = trials_done(study)
+    common = ("start", "--collective", "allreduce", "--ppn", "2", "--space", str(SPACE), "--sizes", SIZES,
+              "--repetitions", str(REPS), "--stages", str(STAGES), "--time-per-size", "0.005",
+              "--confirm", "0", "--no-per-size", "--no-verify", "--foreground")
+    proc = cli(*common, "--trials-total", str(before + 2))
+    assert f"the study holds {before} trials that ran to an end; 2 to run" in proc.stderr
+    study = optuna.load_study(study_name=study.study_name, storage=study._storage)
+    assert trials_done(study) == before + 2, summary(study)
+    proc = cli(*common, "--trials-total", str(before + 2))
+    assert f"the study holds {before + 2} trials that ran to an end; 0 to run" in proc.stderr
+    assert trials_done(optuna.load_study(study_name=study.study_name, storage=study._storage)) == before + 2
+    refused = cli(*common, "--trials", "3", "--trials-total", "9", check=False)
+    assert refused.returncode == 2 and "--trials and --trials-total exclude each other" in refused.stderr

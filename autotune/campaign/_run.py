@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
-from optuna.trial import TrialState
 
 from ..errors import AutotuneError, InputError
-from ..storage import open_storage
+from ..storage import open_storage, trials_done
 from ._model import CAMPAIGN_ATTR, Case, CaseMark
 from ._warm import Candidate, case_candidates, nearest, winners_agree
 
@@ -79,19 +78,6 @@ def register_cases(options: CampaignOptions) -> dict[Case, optuna.Study]:
             write_mark(study, dataclasses.replace(mark, trials=options.trials))
         studies[case] = study
     return studies
-
-
-RERUN = ("interrupted", "abandoned")  # failed by a stop or a kill, and queued to run again
-
-
-def trials_done(study: optuna.Study) -> int:
-    """Trials that ran to an end (complete, pruned or failed by their own configuration): what
-    --trials per case counts. A trial cut short by a stop or a kill runs again, so it does not."""
-    from ..storage import TrialRecord
-
-    return sum(1 for t in study.get_trials(deepcopy=False, states=(
-        TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL))
-        if TrialRecord.from_trial(t).fail_reason not in RERUN)
 
 
 class CampaignRunner:

@@ -21,7 +21,7 @@ campaign_name_option = click.option("--name", "campaign_name", metavar="NAME", d
                                          "one")
 CAMPAIGN_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")  # + ".<case>" is a study name
 # `start` options a campaign sets per case, or does not take
-_PER_CASE = {"collective", "nodes", "ppn", "trials", "study_name", "new_study",
+_PER_CASE = {"collective", "nodes", "ppn", "trials", "trials_total", "study_name", "new_study",
              "app_command"}  # not an application: a campaign tunes microbenchmark cases
 
 

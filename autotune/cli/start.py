@@ -49,6 +49,10 @@ from .options import (
                    "hostfile and ray launchers]")
 @click.option("--trials", type=click.IntRange(min=1), default=30, show_default=True,
               help="trials to run in this invocation (a resumed study adds to its trials)")
+@click.option("--trials-total", type=click.IntRange(min=1), default=None, metavar="N",
+              help="instead of --trials: run until the study holds N trials that ran to an end, "
+                   "counted over every run (a requeued Slurm job tops the study up, then "
+                   "confirms)")
 @click.option("--space", default=DEFAULT_SPACE, show_default=True, metavar="NAME|FILE",
               help="search space: a shipped name (autotune spaces list), a YAML file, or several "
                    "joined with +")
@@ -131,7 +135,7 @@ from .options import (
 @study_option
 @storage_option
 @click.argument("app_command", nargs=-1, type=click.UNPROCESSED, metavar="[-- PROGRAM ARGS...]")
-def start(trials: int, foreground: bool, launcher_mca: tuple[str, ...],
+def start(trials: int, trials_total: int | None, foreground: bool, launcher_mca: tuple[str, ...],
           app_command: tuple[str, ...], **fields) -> None:
     """Run a tuning study in the background (creates it, or continues it with the same
     arguments); --foreground keeps it in this terminal. With --benchmark app, the program after
@@ -140,6 +144,10 @@ def start(trials: int, foreground: bool, launcher_mca: tuple[str, ...],
     from ..options import StartOptions
     from ..session import exit_code_for_stop, prepare_session
 
+    if trials_total is not None and click.get_current_context().get_parameter_source(
+            "trials") is click.core.ParameterSource.COMMANDLINE:
+        raise click.UsageError("--trials and --trials-total exclude each other: --trials counts "
+                               "this run's trials, --trials-total the study's")
     options = StartOptions.of(**fields, launcher_mca=tuple(name_value(i) for i in launcher_mca),
                               app_command=tuple(app_command))
     if not foreground:
@@ -154,6 +162,13 @@ def start(trials: int, foreground: bool, launcher_mca: tuple[str, ...],
     mark_ready()  # a background `start` waits for this before it says the run is going
     from .foreground import exit_for, run_session
 
+    if trials_total is not None:
+        from ..storage import trials_done
+
+        done = trials_done(session.study)
+        trials = max(0, trials_total - done)
+        render.err.print(f"--trials-total {trials_total}: the study holds {done} trials that ran "
+                         f"to an end; {trials} to run")
     try:
         exit_for(session, run_session(session, options, trials))
     finally:

@@ -20,7 +20,7 @@ from ._rules import Comparison, RuleVariant, StoredRules, save_rules, stored_rul
 from ._study import (ConfirmedCandidate, StoredConfirmation, StoredRun, StoredVerification,
                      VerifiedSize, stored_confirmation, stored_run, stored_verification)
 from ._trials import (HISTORY_COLUMNS, NBC_SIZE_COLUMNS, SIZE_COLUMNS, StudyConfig, history_frame,
-                      stored_config, trial_records)
+                      stored_config, trial_records, trials_done)
 from ._grid import Config, Grid, config_key, grid_rows, read_grid
 
 __all__ = ["BASELINE_PREFIX", "CONFIG_ATTR", "CONFIRMATION_ATTR", "FINGERPRINT_ATTR",
@@ -35,4 +35,4 @@ __all__ = ["BASELINE_PREFIX", "CONFIG_ATTR", "CONFIRMATION_ATTR", "FINGERPRINT_A
            "params_key", "quiet_optuna", "read_grid", "record_checksum", "recover_abandoned",
            "redact", "requeue_attrs", "run_attrs", "save_baseline", "save_rules", "save_trial",
            "skip_trial", "stored_config", "stored_confirmation", "stored_rules", "stored_run",
-           "stored_verification", "study_names", "trial_attrs", "trial_records"]
+           "stored_verification", "study_names", "trial_attrs", "trial_records", "trials_done"]

@@ -138,3 +138,16 @@ def _trimmed_or_none(values: list[float]) -> float | None:
     from ..objective import trimmed_mean
 
     return trimmed_mean(values) if values else None
+
+
+RERUN = ("interrupted", "abandoned")  # failed by a stop or a kill, and queued to run again
+
+
+def trials_done(study: optuna.Study) -> int:
+    """Trials that ran to an end (complete, pruned or failed by their own configuration): what a
+    total count of trials counts (`start --trials-total`, `campaign --trials`). A trial cut short
+    by a stop or a kill runs again, so it does not."""
+    ended = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED,
+             optuna.trial.TrialState.FAIL)
+    return sum(1 for t in study.get_trials(deepcopy=False, states=ended)
+               if TrialRecord.from_trial(t).fail_reason not in RERUN)
