@@ -6,6 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+# Prebuilt tools and recorded outputs the suite uses beside the repository: IMB-MPI1/IMB-NBC built
+# for this machine's Open MPI (tools/imb) and MPICH (tools/imb-mpich), and IMB outputs
+# (fixtures/imb). AUTOTUNE_TEST_SHARED points elsewhere; the default is ../shared of the checkout.
+SHARED = Path(os.environ.get("AUTOTUNE_TEST_SHARED")
+              or Path(__file__).resolve().parent.parent.parent / "shared")
+
 
 def cli_runner(home: Path, cwd: Path, storage: str | None = None):
     """Run the installed `autotune` console script as a user would, in AUTOTUNE_HOME=home (and

@@ -9,9 +9,9 @@ import pytest
 
 from autotune.analysis import imb_curves, read_imb_file
 from autotune.errors import InputError
+from tests import SHARED
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared"
 FIXTURES = SHARED / "fixtures" / "imb"
 SEED004 = SHARED / "seeds" / "004_e6f5c80db9a46652.txt"
 SEED004_COPY = ROOT / "tests" / "data" / "imb-nbc-seed004.txt"

@@ -6,10 +6,11 @@ import pytest
 from autotune.benchmarks import BenchmarkRequest, make_benchmark
 from autotune.benchmarks._imb import ImbBenchmark
 from autotune.errors import BenchmarkOutputError, EnvironmentProblem, InputError
+from tests import SHARED
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "imb"
-IMB_DIR = (ROOT.parent / "shared" / "tools" / "imb").resolve()  # autotune stores it resolved
+FIXTURES = SHARED / "fixtures" / "imb"
+IMB_DIR = (SHARED / "tools" / "imb").resolve()  # autotune stores it resolved
 
 
 def request(sizes, collective="allreduce", ranks=2):

@@ -17,9 +17,10 @@ from autotune.benchmarks._imb_output import (
     parse_imb_output,
 )
 from autotune.errors import BenchmarkOutputError
+from tests import SHARED
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT.parent / "shared/fixtures/imb"
+FIXTURES = SHARED / "fixtures" / "imb"
 SEED004 = ROOT / "tests/data/imb-nbc-seed004.txt"
 
 _spec = importlib.util.spec_from_file_location("fuzz_imb_parser",

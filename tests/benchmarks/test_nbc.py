@@ -14,11 +14,12 @@ from autotune.errors import BenchmarkOutputError, EnvironmentProblem, InputError
 from autotune.launch import LocalLauncher
 from autotune.measure import LaunchFailed, MeasurementPlan, Measurer
 from autotune.space import LaunchSettings
+from tests import SHARED
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = ROOT.parent / "shared" / "fixtures" / "imb" / "imb-nbc-iallreduce-np2.txt"
+FIXTURE = SHARED / "fixtures" / "imb" / "imb-nbc-iallreduce-np2.txt"
 SEED004 = ROOT / "tests" / "data" / "imb-nbc-seed004.txt"
-IMB_DIR = (ROOT.parent / "shared" / "tools" / "imb").resolve()
+IMB_DIR = (SHARED / "tools" / "imb").resolve()
 
 
 # ------------------------------------------------------------------ the formula
@@ -178,7 +179,7 @@ def test_seed004_tables_read_through_the_benchmark_at_each_process_count():
 
 def test_imb_nbc_rows_without_the_overlap_columns_are_refused():
     imb = ImbBenchmark(str(IMB_DIR), nbc=True)
-    mpi1 = (ROOT.parent / "shared" / "fixtures" / "imb" / "imb-mpi1-allreduce-np2.txt").read_text()
+    mpi1 = (SHARED / "fixtures" / "imb" / "imb-mpi1-allreduce-np2.txt").read_text()
     with pytest.raises(BenchmarkOutputError, match="no positive t_ovrl/t_pure"):
         imb.parse(mpi1.replace("Benchmarking Allreduce", "Benchmarking Iallreduce"),
                   request([8]))

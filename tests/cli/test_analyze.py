@@ -10,9 +10,9 @@ import pytest
 
 from tests import cli_runner
 from tests.cli import assert_one_line_error
+from tests import SHARED
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared"
 FIXTURES = sorted(str(p) for p in (SHARED / "fixtures" / "imb").glob("*.txt"))
 SEED004 = str(SHARED / "seeds" / "004_e6f5c80db9a46652.txt")
 HOCKNEY_HEADER = "region\tsizes\tpoints\tt_L us\tB MB/s\tM_half"

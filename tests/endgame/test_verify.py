@@ -21,9 +21,10 @@ from autotune.endgame.rounds import Arm
 from autotune.endgame.verify import (EndOfStudyVerifier, Rounds, agreement, estimate_seconds,
                                      measure_rounds, store, summarize)
 from tests.storage import CONFIG, add_trial, controller_attrs, new_study
+from tests import SHARED
 
 ROOT = Path(__file__).resolve().parents[2]
-IMB_DIR = (ROOT.parent / "shared" / "tools" / "imb").resolve()  # autotune stores it resolved
+IMB_DIR = (SHARED / "tools" / "imb").resolve()  # autotune stores it resolved
 PLAN = MeasurementPlan(collective="allreduce", nodes=1, ppn=2, sizes=(8, 1024), repetitions=2,
                        stages=2, time_per_size=0.01)
 def arms():

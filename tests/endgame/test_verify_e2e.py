@@ -15,9 +15,10 @@ import pytest
 from autotune.session import StartOptions, prepare_session
 from autotune.storage import CONFIRMATION_ATTR, stored_verification
 from autotune.endgame.verify import agreement
+from tests import SHARED
 
 ROOT = Path(__file__).resolve().parents[2]
-IMB_DIR = (ROOT.parent / "shared" / "tools" / "imb").resolve()  # autotune stores it resolved
+IMB_DIR = (SHARED / "tools" / "imb").resolve()  # autotune stores it resolved
 CLAIM = (1.1, (1.02, 1.2))  # what the (written) confirmation claims for trial 1
 
 

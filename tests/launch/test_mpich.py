@@ -17,9 +17,10 @@ import pytest
 
 from autotune.probe import probe_capabilities
 from autotune.space import TrialContext, load_space, resolve
+from tests import SHARED
 
 ROOT = Path(__file__).resolve().parents[2]
-IMB_MPICH = (ROOT.parent / "shared" / "tools" / "imb-mpich").resolve()
+IMB_MPICH = (SHARED / "tools" / "imb-mpich").resolve()
 
 pytestmark = pytest.mark.mpi
 
