@@ -36,6 +36,7 @@ from autotune.endgame.confirm import CLAIMED  # noqa: E402
 from autotune.replay import (ReplayRun, ReplaySettings, aa_universe,  # noqa: E402
                              mean_speedups, planted, replay_once, true_speedups)
 from autotune.storage._grid import read_grid  # noqa: E402
+from autotune.strategy import DEFAULT_STRATEGY  # noqa: E402
 
 AA_GRID = ROOT / "docs/grids/aa-allreduce-1n2p-imb.csv"
 REAL_GRIDS = (ROOT / "docs/grids/allreduce-1n2p-imb.csv", ROOT / "docs/grids/allgather-1n2p-imb.csv")
@@ -119,7 +120,7 @@ def real_check(path: Path, args: argparse.Namespace, settings: ReplaySettings) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=100)
-    parser.add_argument("--strategy", default="tpe")
+    parser.add_argument("--strategy", default=DEFAULT_STRATEGY, help="default: start's default")
     parser.add_argument("--budget", type=int, default=10, help="trials per A/A or planted run")
     parser.add_argument("--real-budget", type=int, default=20, help="trials per real-grid run")
     parser.add_argument("--gain", type=float, default=1.10)

@@ -58,6 +58,11 @@ if TYPE_CHECKING:
 # the others follow in the space's order. Order matters only when trials are few.
 PRIORITY = ("pml", "*_algorithm", "*ALGORITHM*", "UCX_TLS", "UCX_RNDV_THRESH*",
             "UCX_ZCOPY_THRESH", "coll_*_enable", "coll_*_priority")
+# Knobs screened jointly with another, as the manual sweep's first step sweeps transports x
+# rendezvous threshold: a protocol threshold's best value depends on the transport it switches, so
+# a threshold is screened under the best few transports measured, not only the incumbent's.
+JOINT = (("UCX_RNDV_THRESH*", "UCX_TLS"),)
+JOINT_WIDTH = 3  # transports a threshold is screened under: the incumbent's and the next best
 QUEUED = (TrialKey.IS_DEFAULT, TrialKey.WARM_START, TrialKey.REQUEUED_FROM, TrialKey.EXPLORED)
 
 
@@ -157,12 +162,30 @@ class ScreenStrategy(Strategy):
                 base = incumbent if not second else self._best_with(name)
                 if base is None:
                     continue
-                for point in one_knob_changes(self.params, base, only={name},
-                                              values=spread_values):
-                    if params_key(point) not in taken:
-                        return point
+                for start in (base, *self._joint_bases(name, base)):
+                    for point in one_knob_changes(self.params, start, only={name},
+                                                  values=spread_values):
+                        if params_key(point) not in taken:
+                            return point
                 self.screened.add(name)
         return None
+
+    def _joint_bases(self, name: str, base: dict[str, Any]) -> list[dict[str, Any]]:
+        """`base` under the next best values of the knob `name` is screened jointly with (JOINT),
+        once that knob was screened: its values ranked by their best measured configuration."""
+        assert self.evidence is not None
+        for pattern, partner in JOINT:
+            if not fnmatch.fnmatchcase(name, pattern) or partner not in base \
+                    or partner not in self.screened:
+                continue
+            values: list[Any] = []
+            for m in self.evidence.ranked(lambda m: partner in m.params and not m.reference,
+                                          only_faster=False):
+                value = m.params[partner]
+                if str(value) != str(base[partner]) and value not in values:
+                    values.append(value)
+            return [{**base, partner: v} for v in values[:JOINT_WIDTH - 1]]
+        return []
 
     def _incumbent(self) -> dict[str, Any]:
         """The configuration with the best posterior mean (pessimistic by half its sd) among
