@@ -5,7 +5,7 @@ for the non-blocking collectives)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,9 +123,10 @@ def partner_help() -> str:
     return "; ".join(parts)
 
 
-def benchmark_help() -> str:
-    """Every benchmark with its one phrase, for --benchmark."""
-    return "; ".join(f"{name}: {kind.summary}" for name, kind in REGISTRY.items())
+def benchmark_help(only: Iterable[str] | None = None) -> str:
+    """Every benchmark (or those named in `only`) with its one phrase, for --benchmark."""
+    names = set(REGISTRY if only is None else only)
+    return "; ".join(f"{name}: {kind.summary}" for name, kind in REGISTRY.items() if name in names)
 
 
 def kind_of_stored(described: str) -> str:

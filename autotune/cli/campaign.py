@@ -10,6 +10,7 @@ import click
 
 from ..benchmarks import ALL_COLLECTIVES
 from ..benchmarks import REGISTRY as BENCHMARK_KINDS
+from ..benchmarks import benchmark_help
 from ..errors import AutotuneError, InputError
 from . import render
 from .models import BackgroundStart, CampaignStatusReport, Message
@@ -77,9 +78,8 @@ def _without_app(option: click.Parameter) -> click.Parameter:
     assert isinstance(option, click.Option) and isinstance(option.type, click.Choice)
     choices = [c for c in option.type.choices if c != "app"]
     return click.Option(option.opts, type=click.Choice(choices), default=option.default,
-                        show_default=True, help="what times the collective: " + "; ".join(
-                            f"{name}: {kind.summary}" for name, kind in BENCHMARK_KINDS.items()
-                            if name in choices))
+                        show_default=True,
+                        help=f"what times the collective: {benchmark_help(choices)}")
 
 
 @click.pass_context
