@@ -9,7 +9,8 @@ Why the claim holds at its stated level:
   5 rounds a bootstrap interval is too narrow; claims built on it did not reproduce);
 - the rounds are adaptive: a first look after `min_rounds`, then looks at twice as many rounds up
   to `max_rounds`, while a candidate is undecided; a candidate is dropped once its interval says it
-  is not faster by `min_gain` (futility) or once it is surely slower;
+  is not faster by `min_gain` (futility) or once it is surely slower, and, once another is claimed,
+  when it can no longer be worth preferring to the claimed leader (it could be claimed, never win);
 - every interval is simultaneous over the candidates and the looks (Bonferroni): picking the best
   of several noisy candidates, or looking again until something shows, does not buy a false claim.
 The winner is the claimed candidate (interval entirely faster than the default) faster than the
@@ -45,6 +46,7 @@ METHOD = "Student t over paired rounds, simultaneous over candidates and looks (
 CLAIMED = "faster"  # interval entirely below 0: faster than the default beyond doubt
 NOT_FASTER = "not faster"  # interval says the gain is below min_gain, or it is slower
 UNDECIDED = "undecided"  # rounds or time ran out first
+BEHIND = "behind the winner"  # undecided, and no longer able to beat a claimed candidate
 FAILED = "failed"
 TRIM = 0.2  # share of rounds cut on each side of a candidate's trimmed mean (ties of `leader`)
 
@@ -155,6 +157,7 @@ def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSet
     engine = RoundsEngine(measurer, random.Random(seed))
     done = 0
     for look in looks:
+        drop_behind(candidates, policy)
         measured_now = [c for c in candidates if c.open] + racing(candidates, policy)
         if not measured_now:
             break
@@ -169,6 +172,7 @@ def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSet
                 cand.judge(mean_interval(cand.round_scores, policy.confidence, family), policy)
         if engine.stopped:
             break
+    drop_behind(candidates, policy)
     stopped = engine.stopped
     if not stopped and any(c.open for c in candidates):
         stopped = f"{policy.max_rounds} rounds: the most allowed"
@@ -213,26 +217,45 @@ def racing(candidates: list[Candidate], policy: ConfirmPolicy) -> list[Candidate
     the expected shortfall E[max(0, leader - it)] under the difference's Student-t estimate, is
     at least `race_loss` (so near-ties are not raced for a gain nobody could use). None when
     nothing is left to settle."""
-    claimed = [c for c in candidates if c.verdict == CLAIMED and c.mean is not None
-               and not c.failed]
+    claimed = _claimed(candidates)
     if len(claimed) < 2:
         return []
     first = leader(claimed)
-    mine = dict(zip(first.round_index, first.round_scores))
-    chasing = []
-    for cand in claimed:
-        if cand is first:
-            continue
-        diffs = [score - mine[r] for r, score in zip(cand.round_index, cand.round_scores)
-                 if r in mine]
-        if len(diffs) < 2:
-            chasing.append(cand)
-            continue
-        interval = mean_interval(diffs, policy.confidence)
-        if interval.low > 0 or expected_shortfall(diffs) < policy.race_loss:
-            continue  # told apart from the leader, or too close to it to matter
-        chasing.append(cand)
+    chasing = [c for c in claimed if c is not first and may_overtake(c, first, policy)]
     return [first, *chasing] if chasing else []
+
+
+def drop_behind(candidates: list[Candidate], policy: ConfirmPolicy) -> None:
+    """Once a candidate is claimed, an undecided one that may no longer be worth preferring to
+    the claimed leader (`may_overtake`) is dropped (verdict BEHIND): it could still be claimed,
+    but never win, and its rounds would be spent for nothing."""
+    claimed = _claimed(candidates)
+    if not claimed:
+        return
+    first = leader(claimed)
+    for cand in candidates:
+        if cand.open and not may_overtake(cand, first, policy):
+            cand.verdict = BEHIND
+
+
+def may_overtake(cand: Candidate, first: Candidate, policy: ConfirmPolicy) -> bool:
+    """Whether `cand` may still be worth preferring to the leader `first`: its round-by-round
+    difference to it is not surely positive (the leader surely faster), and what preferring the
+    leader could lose, the expected shortfall E[max(0, leader - it)] under the difference's
+    Student-t estimate, is at least `race_loss` (near-ties are not raced for a gain nobody could
+    use). Fewer than two common rounds: not known yet, so yes."""
+    mine = dict(zip(first.round_index, first.round_scores))
+    diffs = [score - mine[r] for r, score in zip(cand.round_index, cand.round_scores)
+             if r in mine]
+    if len(diffs) < 2:
+        return True
+    interval = mean_interval(diffs, policy.confidence)
+    return not (interval.low > 0 or expected_shortfall(diffs) < policy.race_loss)
+
+
+def _claimed(candidates: list[Candidate]) -> list[Candidate]:
+    return [c for c in candidates if c.verdict == CLAIMED and c.mean is not None
+            and not c.failed]
 
 
 def expected_shortfall(diffs: list[float]) -> float:

@@ -104,6 +104,24 @@ def test_claimed_candidates_race_until_told_apart_or_too_close_to_matter():
     assert expected_shortfall([-0.05, -0.04, -0.06]) == pytest.approx(0.05, abs=1e-3)
 
 
+def test_an_undecided_candidate_the_claimed_leader_surely_beats_gets_no_more_rounds():
+    """Its rounds could get it claimed, never make it the winner."""
+    from autotune.endgame.confirm import BEHIND, UNDECIDED, drop_behind
+
+    policy = ConfirmPolicy()
+    first = _claimed(1, range(5), [-0.20, -0.22, -0.18, -0.21, -0.19])
+    slow = _claimed(2, range(5), [-0.02, 0.03, -0.05, 0.01, -0.04])  # about the default
+    wide = _claimed(3, range(5), [-0.30, 0.05, -0.35, 0.02, -0.12])  # may still be faster
+    for cand in (slow, wide):
+        cand.verdict = UNDECIDED
+    drop_behind([first, slow, wide], policy)
+    assert (slow.verdict, wide.verdict) == (BEHIND, UNDECIDED)
+    alone = _claimed(4, range(5), [-0.02, 0.03, -0.05, 0.01, -0.04])
+    alone.verdict = UNDECIDED
+    drop_behind([alone], policy)  # nothing claimed: nothing to be behind
+    assert alone.verdict == UNDECIDED
+
+
 def test_the_winner_is_faster_than_the_others_round_by_round_not_by_one_lucky_round():
     from autotune.endgame.confirm import leader
 
