@@ -32,7 +32,7 @@ from ..errors import StopRequested as StopSignal
 from ..events import Events, NullEvents, RunSummary, SerializedEvents, TrialOutcome
 from ..measure import LaunchFailed, Measurer
 from ..probe import HostInfo
-from ..space import SearchSpace, TrialContext
+from ..space import SearchSpace, TrialContext, knob_defaults
 from ..storage import (RUN_ATTR, PatientStorage, StudyConfig, TrialKey, TrialRecord,
                        enqueue_default, requeue_attrs, run_attrs, save_trial)
 from ..strategy import SearchSetup, Strategy
@@ -221,9 +221,15 @@ class Controller:
             self.summary.confirmation = confirm(self.study, placed.measurer, self.default_settings,
                                                 self.config.weights, candidates, policy,
                                                 self.seed, default_params=self.default_params,
-                                                deadline=deadline)
+                                                deadline=deadline,
+                                                knob_defaults=self.knob_defaults())
         self.events.confirmed(self.summary.confirmation)
         return True
+
+    def knob_defaults(self) -> dict[str, Any]:
+        """Each knob's value when it is not set: what a configuration changes is counted
+        against these (the confirmation prefers the simpler of two it cannot tell apart)."""
+        return knob_defaults(self.space.for_context(self.ctx))
 
     def next_trial_estimate(self) -> float:
         """Seconds the next trial may take: the longest of the recent complete ones, of this run

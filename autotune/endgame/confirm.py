@@ -20,6 +20,9 @@ worth preferring (its difference to the leader, paired round by round, not surel
 an expected shortfall of keeping the leader of `race_loss` or more) get more rounds at the next
 looks (up to `max_rounds`); rounds are not spent on candidates already told apart, nor on ties
 too close to matter.
+Of the leader and the claimed candidates preferring which is expected to cost it less than
+`simpler_within`, the one that changes the fewest knobs wins (`simplest_equivalent`): a tie
+too close to race for is settled for the simpler answer.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import optuna
 from scipy import stats
 
 from ..measure import Measurer
-from ..space import LaunchSettings
+from ..space import LaunchSettings, knobs_changed
 from ..stats import Interval, mean_interval
 from ..storage import CONFIRMATION_ATTR, TrialRecord
 from .rounds import Arm, RoundsEngine, round_scores
@@ -60,6 +63,7 @@ class ConfirmPolicy:
     confidence: float = 0.95
     min_gain: float = 0.01  # a candidate surely not faster by 1% is dropped
     race_loss: float = 0.0025  # claimed candidates race on while preferring the leader may lose this
+    simpler_within: float = 0.0025  # the simpler of two claimed is preferred if it may lose less
 
     def looks(self) -> list[int]:
         """Rounds after which the candidates are judged: min, 2 min, 4 min, ..., max."""
@@ -144,8 +148,11 @@ def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSet
             weights: dict[int, float], trials: list[optuna.trial.FrozenTrial],
             policy: ConfirmPolicy = ConfirmPolicy(), seed: int | None = None,
             default_params: dict[str, Any] | None = None,
-            deadline: float | None = None) -> Confirmation | None:
-    """Re-measure `trials` (the strategy's pick) against the default until each is decided."""
+            deadline: float | None = None,
+            knob_defaults: dict[str, Any] | None = None) -> Confirmation | None:
+    """Re-measure `trials` (the strategy's pick) against the default until each is decided.
+    `knob_defaults`: each knob's value when it is not set, to count what a candidate changes
+    (`simplest_equivalent`)."""
     if not trials:
         return None
     candidates = [Candidate(trial=t.number, params=dict(t.params)) for t in trials]
@@ -177,7 +184,7 @@ def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSet
     if not stopped and any(c.open for c in candidates):
         stopped = f"{policy.max_rounds} rounds: the most allowed"
     claimed = [c for c in candidates if c.verdict == CLAIMED and c.mean is not None]
-    best = leader(claimed).trial if claimed else None
+    best = simplest_equivalent(claimed, knob_defaults or {}, policy).trial if claimed else None
     result = Confirmation(rounds=done, candidates=candidates, best_trial=best,
                           finished=time.time(), confidence=policy.confidence, family=family,
                           looks=looks, stopped=stopped if any(c.open for c in candidates) else "")
@@ -208,6 +215,29 @@ def leader(claimed: list[Candidate]) -> Candidate:
         return sum(1 for other in claimed if other is not cand
                    and (paired_median(cand, other) or 0.0) < 0)
     return min(claimed, key=lambda c: (-wins(c), typical(c)))
+
+
+def simplest_equivalent(claimed: list[Candidate], knob_defaults: dict[str, Any],
+                        policy: ConfirmPolicy) -> Candidate:
+    """The winner: of the leader (see `leader`) and the claimed candidates that preferring to it
+    is expected to cost less than `min_gain` (E[max(0, it - leader)] over their paired rounds),
+    the one that changes the fewest knobs from their defaults; the leader on a tie. Between
+    configurations the measurements cannot tell apart by a gain worth having, the simpler one
+    is the better answer: fewer settings to carry to other jobs and nodes, fewer to be wrong
+    about (a one-knob change such as plain `pml=ucx` rather than it with a restricted UCX_TLS
+    that measured the same)."""
+    first = leader(claimed)
+
+    def cost_of_preferring(cand: Candidate) -> float:
+        mine = dict(zip(first.round_index, first.round_scores))
+        diffs = [mine[r] - score for r, score in zip(cand.round_index, cand.round_scores)
+                 if r in mine]  # negative: cand slower
+        return expected_shortfall(diffs) if len(diffs) >= 2 else math.inf
+
+    equivalent = [c for c in claimed
+                  if c is first or cost_of_preferring(c) < policy.simpler_within]
+    return min(equivalent,
+               key=lambda c: (knobs_changed(c.params, knob_defaults), c is not first))
 
 
 def racing(candidates: list[Candidate], policy: ConfirmPolicy) -> list[Candidate]:

@@ -64,5 +64,17 @@ def one_knob_changes(params: Sequence[Parameter], base: Mapping[str, Any],
     return points
 
 
+def knob_defaults(params: Sequence[Parameter]) -> dict[str, Any]:
+    """Each knob's value when it is not set (the MPI's own default); context parameters (NPS),
+    which the allocation sets, are left out."""
+    return {p.name: p.default for p in params if p.apply != "context"}
+
+
+def knobs_changed(point: Mapping[str, Any], defaults: Mapping[str, Any]) -> int:
+    """How many knobs `point` sets away from their defaults: plain `pml=ucx` changes one (its
+    UCX knobs stay at UCX's own defaults); context parameters are never counted."""
+    return sum(1 for k, v in point.items() if k in defaults and str(v) != str(defaults[k]))
+
+
 def _key(params: Mapping[str, Any]) -> tuple:
     return tuple(sorted((k, str(v)) for k, v in params.items()))

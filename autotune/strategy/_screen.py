@@ -43,7 +43,7 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from ..space import one_knob_changes, spread_values
+from ..space import knob_defaults, knobs_changed, one_knob_changes, spread_values
 from ..storage import TrialKey, TrialRecord, params_key
 from ._base import SearchSetup, Strategy, Verdict
 from ._planned import PlannedSampler
@@ -343,7 +343,11 @@ class ScreenStrategy(Strategy):
 
     def confirm_candidates(self, study: optuna.Study, k: int) -> list[FrozenTrial]:
         """The k configurations with the best posterior mean among those measured in full that
-        the model sees faster than the default."""
+        the model sees faster than the default; the last place goes to the best one-knob change
+        (plain `pml=ucx`, say) when it is not among them. The model pools a knob's effect over
+        every configuration that has it, so the top places tend to share their knobs; the
+        one-knob change is what a person tuning by hand tries first, and the confirmation then
+        prefers it to a combination it cannot tell apart from it (confirm.simplest_equivalent)."""
         with self._lock:
             full = [m for m in self.measured.values() if m.complete]
             if not full:
@@ -355,9 +359,14 @@ class ScreenStrategy(Strategy):
             else:
                 means = fitted.mean(self.evidence.rows(full))
             default_key = params_key(self.setup.default_params) if self.setup else None
-            ranked = sorted((float(v), i) for i, v in enumerate(means))
-            numbers = [full[i].complete[-1] for v, i in ranked
-                       if v < 0 and params_key(full[i].params) != default_key][:k]
+            ranked = [i for v, i in sorted((float(v), i) for i, v in enumerate(means))
+                      if v < 0 and params_key(full[i].params) != default_key]
+            picked = ranked[:k]
+            defaults = knob_defaults(self.params)
+            simple = [i for i in ranked if knobs_changed(full[i].params, defaults) == 1]
+            if k >= 2 and simple and simple[0] not in picked:
+                picked = picked[:k - 1] + simple[:1]
+            numbers = [full[i].complete[-1] for i in picked]
         trials = {t.number: t for t in study.get_trials(deepcopy=False,
                                                         states=(TrialState.COMPLETE,))}
         return [trials[n] for n in numbers if n in trials]

@@ -130,6 +130,25 @@ def test_the_winner_is_faster_than_the_others_round_by_round_not_by_one_lucky_ro
     assert lucky.mean < steady.mean and leader([lucky, steady]) is steady
 
 
+def test_of_two_claimed_candidates_the_rounds_cannot_tell_apart_the_simpler_wins():
+    """A restricted UCX_TLS that measured the same as plain pml ucx is not the better answer;
+    one that measured clearly faster is."""
+    from autotune.endgame.confirm import leader, simplest_equivalent
+
+    policy = ConfirmPolicy()
+    defaults = {"pml": "unset", "UCX_TLS": "all"}
+    plain = _claimed(1, range(6), [-0.300, -0.310, -0.290, -0.305, -0.295, -0.300])
+    plain.params = {"pml": "ucx", "UCX_TLS": "all"}
+    same = _claimed(2, range(6), [-0.302, -0.311, -0.292, -0.306, -0.297, -0.303])  # 0.2% ahead
+    same.params = {"pml": "ucx", "UCX_TLS": "self,sm"}
+    assert leader([plain, same]) is same
+    assert simplest_equivalent([plain, same], defaults, policy) is plain
+    ahead = _claimed(3, range(6), [-0.35, -0.36, -0.34, -0.355, -0.345, -0.35])  # 5% ahead
+    ahead.params = {"pml": "ucx", "UCX_TLS": "self,sm"}
+    assert simplest_equivalent([plain, ahead], defaults, policy) is ahead
+    assert simplest_equivalent([same], defaults, policy) is same
+
+
 def test_one_default_launch_per_block_and_round_serves_every_candidate():
     """Three candidates, two rounds (the fewest) of two blocks: 4 default launches, not 12."""
     from autotune.benchmarks import Mpi4pyBenchmark

@@ -201,3 +201,47 @@ def test_a_threshold_is_screened_under_the_next_best_transports_too(tmp_path):
         proposed = [config_key(t.params) for t in sorted(study.trials, key=lambda t: t.number)]
         assert pair in proposed, proposed
         assert replay_once(grid, "screen", budget=18, seed=seed).reported == pair
+
+
+def write_shared_transport_grid(path) -> None:
+    """pml x UCX_TLS x UCX_RNDV_THRESH where one transport helps under every threshold, so the
+    model's best few all share it and plain pml=ucx is not among them."""
+    import math
+    import random
+
+    import pandas as pd
+
+    from autotune.storage._grid import grid_rows
+
+    knobs = ("pml", "UCX_TLS", "UCX_RNDV_THRESH")
+    tls = {"": 1.0, "self,sm": 0.9, "self,tcp": 3.0}
+    rndv = {"": 1.0, "8kb": 0.97, "32kb": 0.98, "128kb": 1.2}
+    rng, rows = random.Random(0), []
+    for pass_ in range(3):
+        for pml in ("", "ucx"):
+            for t in (tls if pml else {"": 1.0}):
+                for r in (rndv if pml else {"": 1.0}):
+                    factor = (0.8 if pml else 1.0) * tls[t] * rndv[r]
+                    config = tuple(sorted((k, v) for k, v in zip(knobs, (pml, t, r)) if v))
+                    times = {s: (2 + s / 1000) * factor * math.exp(rng.gauss(0, 0.01))
+                             for s in (8, 512, 32768)}
+                    rows += grid_rows(config, knobs, pass_, 1e9 + pass_, times)
+    pd.DataFrame(rows).to_csv(path, index=False)
+
+
+def test_the_best_one_knob_change_is_confirmed_beside_the_best_combinations(tmp_path):
+    """What a person tuning by hand tries first is always among the candidates, and a
+    combination that beats it by a gain worth having still wins."""
+    from autotune.space import knob_defaults, knobs_changed
+
+    path = tmp_path / "shared.csv"
+    write_shared_transport_grid(path)
+    grid = read_grid(path)
+    for seed in range(2):
+        strategy = ScreenStrategy(seed=seed)
+        run, study = replay_study(grid, strategy, budget=16, seed=seed)
+        defaults = knob_defaults(strategy.params)
+        picked = strategy.confirm_candidates(study, 3)
+        assert all(knobs_changed(t.params, defaults) >= 2 for t in picked[:2]), picked
+        assert changed(picked[-1].params) == {"pml": "ucx"}
+        assert dict(run.reported) == {"pml": "ucx", "UCX_TLS": "self,sm", "UCX_RNDV_THRESH": "8kb"}
