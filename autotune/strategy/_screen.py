@@ -28,7 +28,7 @@ Measurement is the cost, so it is spent where it can change the answer:
   (never two of the same trial: their errors would be one);
 - the candidates for confirmation are the best by the model's posterior mean, which pools every
   measurement (a lucky round of one configuration is shrunk towards what its knobs do
-  elsewhere), among the configurations measured in full.
+  elsewhere), among the configurations measured in full, and the best one-knob change.
 """
 
 from __future__ import annotations
