@@ -220,12 +220,12 @@ def leader(claimed: list[Candidate]) -> Candidate:
 def simplest_equivalent(claimed: list[Candidate], knob_defaults: dict[str, Any],
                         policy: ConfirmPolicy) -> Candidate:
     """The winner: of the leader (see `leader`) and the claimed candidates that preferring to it
-    is expected to cost less than `min_gain` (E[max(0, it - leader)] over their paired rounds),
-    the one that changes the fewest knobs from their defaults; the leader on a tie. Between
-    configurations the measurements cannot tell apart by a gain worth having, the simpler one
-    is the better answer: fewer settings to carry to other jobs and nodes, fewer to be wrong
-    about (a one-knob change such as plain `pml=ucx` rather than it with a restricted UCX_TLS
-    that measured the same)."""
+    is expected to cost less than `simpler_within` (E[max(0, it - leader)] over their paired
+    rounds), the one that changes the fewest knobs from their defaults; the leader on a tie.
+    Between configurations the measurements cannot tell apart by a gain worth having, the
+    simpler one is the better answer: fewer settings to carry to other jobs and nodes, fewer to
+    be wrong about (plain `pml=ucx` rather than it with a restricted UCX_TLS that measured the
+    same)."""
     first = leader(claimed)
 
     def cost_of_preferring(cand: Candidate) -> float:

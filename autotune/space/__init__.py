@@ -12,5 +12,5 @@ from ._resolve import Removal, ResolvedSpace, family_of, resolve
 __all__ = ["Compose", "LaunchSettings", "Parameter", "Removal", "Requirement", "ResolvedSpace",
            "SPACES_DIR", "SearchSpace", "Setting", "TrialContext", "UNSET", "assignments", "family_of",
            "available_spaces", "check_args", "check_name", "check_value", "completed",
-           "is_choice", "knob_defaults", "knobs_changed", "load_space", "one_knob_changes", "parse_yaml", "resolve",
-           "spread_values", "values_of"]
+           "is_choice", "knob_defaults", "knobs_changed", "load_space", "one_knob_changes",
+           "parse_yaml", "resolve", "spread_values", "values_of"]
