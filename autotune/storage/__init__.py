@@ -22,6 +22,7 @@ from ._study import (ConfirmedCandidate, StoredConfirmation, StoredRun, StoredVe
 from ._trials import (HISTORY_COLUMNS, NBC_SIZE_COLUMNS, SIZE_COLUMNS, StudyConfig, history_frame,
                       stored_config, trial_records, trials_done)
 from ._grid import Config, Grid, config_key, grid_rows, read_grid
+from ._write import write_planned_params, write_user_attrs
 
 __all__ = ["BASELINE_PREFIX", "CONFIG_ATTR", "CONFIRMATION_ATTR", "FINGERPRINT_ATTR",
            "HISTORY_COLUMNS", "NBC_SIZE_COLUMNS", "NEVER_AGAIN", "RESOLUTION_ATTR", "RULES_ATTR",
@@ -35,4 +36,5 @@ __all__ = ["BASELINE_PREFIX", "CONFIG_ATTR", "CONFIRMATION_ATTR", "FINGERPRINT_A
            "params_key", "quiet_optuna", "read_grid", "record_checksum", "recover_abandoned",
            "redact", "requeue_attrs", "run_attrs", "save_baseline", "save_rules", "save_trial",
            "skip_trial", "stored_config", "stored_confirmation", "stored_rules", "stored_run",
-           "stored_verification", "study_names", "trial_attrs", "trial_records", "trials_done"]
+           "stored_verification", "study_names", "trial_attrs", "trial_records", "trials_done",
+           "write_planned_params", "write_user_attrs"]

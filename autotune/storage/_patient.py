@@ -15,12 +15,13 @@ import errno
 import functools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import optuna
 
 from ..errors import StorageError
+from ._transaction import ParamItem, write_params, write_user_attrs
 
 LOCKED_SIGNS = ("database is locked", "database table is locked")
 FULL_SIGNS = ("database or disk is full", "No space left on device")
@@ -66,8 +67,19 @@ class PatientStorage(optuna.storages.BaseStorage):
     def __getattr__(self, name: str) -> Any:  # anything else an inner storage offers
         return getattr(self.inner, name)
 
+    def set_trial_params(self, trial_id: int, items: Sequence[ParamItem]) -> None:
+        """A trial's parameters, in one transaction where the storage allows (_transaction)."""
+        self.patiently("set_trial_params", write_params, self.inner, trial_id, items)
+
+    def set_trial_user_attrs(self, trial_id: int, attrs: Mapping[str, Any]) -> None:
+        """Many user attributes of a trial, in one transaction where the storage allows."""
+        self.patiently("set_trial_user_attrs", write_user_attrs, self.inner, trial_id, attrs)
+
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        method = getattr(self.inner, name)
+        return self.patiently(name, getattr(self.inner, name), *args, **kwargs)
+
+    def patiently(self, name: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """`method(*args, **kwargs)`, waiting out a locked database or a full disk."""
         started = time.monotonic()
         delay, told = 0.5, ""
         while True:

@@ -10,6 +10,7 @@ import optuna
 from optuna.trial import TrialState
 
 from ._schema import TrialKey, failure_attrs, record_checksum
+from ._write import write_user_attrs
 
 STATES = {"COMPLETE": TrialState.COMPLETE, "PRUNED": TrialState.PRUNED, "FAIL": TrialState.FAIL}
 
@@ -24,8 +25,7 @@ def save_trial(study: optuna.Study, trial: optuna.Trial, state: str, value: floa
     sealed[TrialKey.CHECKSUM] = record_checksum(trial.params, {**trial.user_attrs, **sealed},
                                                 value if state == "COMPLETE" else None)
     try:
-        for key, item in sealed.items():
-            trial.set_user_attr(key, item)
+        write_user_attrs(trial, sealed)
         if state == "COMPLETE":
             study.tell(trial, value)
         else:
@@ -57,15 +57,16 @@ def fail_sealed(study: optuna.Study, trial_id: int, number: int,
     if seal or TrialKey.CHECKSUM in stored.user_attrs:
         attrs[TrialKey.CHECKSUM] = record_checksum(stored.params, {**stored.user_attrs, **attrs},
                                                    None)
-    for key, value in attrs.items():
-        storage.set_trial_user_attr(trial_id, key, value)
+    if hasattr(storage, "set_trial_user_attrs"):  # one transaction (PatientStorage)
+        storage.set_trial_user_attrs(trial_id, attrs)
+    else:
+        for key, value in attrs.items():
+            storage.set_trial_user_attr(trial_id, key, value)
     study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
     return True
 
 
 def skip_trial(study: optuna.Study, trial: optuna.Trial, reason: str, detail: str) -> None:
     """Fail a proposal that is not launched (a repeat, a configuration MPI refused before)."""
-    for name, value in failure_attrs(reason, detail).items():
-        trial.set_user_attr(name, value)
-    trial.set_user_attr(TrialKey.SKIPPED, True)
+    write_user_attrs(trial, {**failure_attrs(reason, detail), TrialKey.SKIPPED: True})
     study.tell(trial, state=TrialState.FAIL)

@@ -44,7 +44,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from ..space import knob_defaults, knobs_changed, one_knob_changes, spread_values
-from ..storage import TrialKey, TrialRecord, params_key
+from ..storage import TrialKey, TrialRecord, params_key, write_planned_params
 from ._base import SearchSetup, Strategy, Verdict
 from ._planned import PlannedSampler
 from ._evidence import NOISE_PRIOR_SD, TOP, Evidence, Measured
@@ -214,7 +214,7 @@ class ScreenStrategy(Strategy):
             with self._lock:
                 point = self._next_point()
             self._sampler.plan = {**space.defaults(ctx), **point}
-            params = space.suggest(trial, ctx)
+            params = write_planned_params(trial, space, ctx, self._sampler.plan)
         with self._lock:
             self.running[trial.number] = params
             self.scores[trial.number] = {}

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.trial import TrialState
 
+from ..storage import write_planned_params
 from ._base import Strategy
 from ._planned import PlannedSampler
 
@@ -85,7 +86,7 @@ class StagedStrategy(Strategy):
     def _ask(self, trial: optuna.Trial, space: SearchSpace, ctx: TrialContext,
              point: dict[str, Any]) -> dict[str, Any]:
         self._sampler.plan = {**{p.name: p.default for p in space.for_context(ctx)}, **point}
-        return space.suggest(trial, ctx)
+        return write_planned_params(trial, space, ctx, self._sampler.plan)
 
     def describe(self) -> str:
         return "the manual staged sweep: transports x RNDV, then ZCOPY, then the rest; no pruning"

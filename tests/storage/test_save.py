@@ -52,22 +52,27 @@ class Stop(BaseException):
 # but the checksum)
 def test_a_stop_partway_through_the_attributes_leaves_a_failed_whole_trial(tmp_path, monkeypatch,
                                                                         after):
+    """The attributes are one transaction: a stop inside it writes none of them, and the
+    failure record written next does not carry the rows pending in the session."""
     study = new_study(tmp_path)
     trial = asked(study)
-    write = trial.set_user_attr
-    written = []
+    rdb = study._storage.inner
+    write = rdb._set_trial_attr_without_commit
+    written, stopped = [], []
 
-    def stopped_after(key, value):
-        if len(written) == after:
+    def stopped_after(session, model, trial_id, key, value):
+        if len(written) == after and not stopped:
+            stopped.append(key)
             raise Stop
         written.append(key)
-        return write(key, value)
+        return write(session, model, trial_id, key, value)
 
-    monkeypatch.setattr(trial, "set_user_attr", stopped_after)
+    monkeypatch.setattr(rdb, "_set_trial_attr_without_commit", stopped_after)
     with pytest.raises(Stop):
         save_trial(study, trial, "COMPLETE", -math.log(1.2), controller_attrs(speedup=1.2))
     stored = study.trials[trial.number]
     assert stored.state == TrialState.FAIL
+    assert not set(written[:after]) & set(stored.user_attrs)  # the stopped transaction's rows
     TrialRecord.from_trial(stored)  # sealed over what was written: not named corrupt
 
 

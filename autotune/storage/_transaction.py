@@ -1,0 +1,71 @@
+"""Many writes to one trial in one transaction, where the storage is Optuna's RDB storage.
+
+Optuna commits every parameter and every user attribute on its own: on SQLite each is a
+transaction with its own sync to disk, ~2 ms apiece here, and a finished trial writes ~24
+attributes and ~9 parameters (about 70 ms per trial, 3% of a trial's benchmark time on this
+machine). Written together they take a third of the time, and they are all-or-nothing: a run
+stopped in the middle leaves a trial with all its parameters or none, and its record's attributes
+all written or none (Optuna's session scope closes an unfinished session, so a stop signal inside
+it commits nothing). This uses the RDB storage's own per-row writers (private to Optuna, which
+has no batch API); a storage without them (a journal file, a newer Optuna that renamed them) is
+written one call at a time, as before."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import optuna
+from optuna.distributions import BaseDistribution
+
+ParamItem = tuple[str, float, BaseDistribution]  # name, Optuna's internal value, distribution
+
+
+def _writers(storage: optuna.storages.BaseStorage) -> tuple[Any, Any] | None:
+    """Optuna's session factory and row model for user attributes, when `storage` has them."""
+    if not isinstance(storage, optuna.storages.RDBStorage):
+        return None
+    try:
+        from optuna.storages._rdb import models
+        from optuna.storages._rdb.storage import _create_scoped_session
+    except ImportError:
+        return None
+    needed = ("scoped_session", "_set_trial_param_without_commit",
+              "_set_trial_attr_without_commit")
+    if not all(hasattr(storage, name) for name in needed):
+        return None
+    return _create_scoped_session, models.TrialUserAttributeModel
+
+
+def writes_in_one_transaction(storage: optuna.storages.BaseStorage) -> bool:
+    return _writers(storage) is not None
+
+
+def write_params(storage: optuna.storages.BaseStorage, trial_id: int,
+                 items: Sequence[ParamItem]) -> None:
+    """Set a trial's parameters; a distribution that differs from earlier trials' raises
+    ValueError and writes none of them."""
+    writers = _writers(storage)
+    if writers is None:
+        for name, internal, distribution in items:
+            storage.set_trial_param(trial_id, name, internal, distribution)
+        return
+    session_of, _ = writers
+    with session_of(storage.scoped_session) as session:
+        for name, internal, distribution in items:
+            storage._set_trial_param_without_commit(  # noqa: SLF001 - see the module docstring
+                session, trial_id, name, internal, distribution)
+
+
+def write_user_attrs(storage: optuna.storages.BaseStorage, trial_id: int,
+                     attrs: Mapping[str, Any]) -> None:
+    writers = _writers(storage)
+    if writers is None:
+        for key, value in attrs.items():
+            storage.set_trial_user_attr(trial_id, key, value)
+        return
+    session_of, model = writers
+    with session_of(storage.scoped_session, True) as session:
+        for key, value in attrs.items():
+            storage._set_trial_attr_without_commit(  # noqa: SLF001 - see the module docstring
+                session, model, trial_id, key, value)

@@ -1,0 +1,78 @@
+"""A running trial's parameters, or a batch of its attributes, written at once (one transaction
+where the storage allows: _transaction), and the trial object told what was written, so that
+reading it back (`trial.params`, `trial.user_attrs`) needs no query."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import optuna
+from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
+
+from ._transaction import ParamItem
+
+if TYPE_CHECKING:
+    from ..space import SearchSpace, TrialContext
+
+
+def _batched(trial: optuna.Trial, method: str) -> Any:
+    """The storage's batch writer `method` (PatientStorage has them), or None: a trial object
+    without the cache this module updates (another Optuna) is written one call at a time."""
+    if not all(hasattr(trial, name) for name in ("_cached_frozen_trial", "_fixed_params")):
+        return None
+    return getattr(trial.storage, method, None)
+
+
+def write_user_attrs(trial: optuna.Trial, attrs: Mapping[str, Any]) -> None:
+    """`trial.set_user_attr` for every item, in one transaction where the storage allows."""
+    batch = _batched(trial, "set_trial_user_attrs")
+    if batch is None:
+        for key, value in attrs.items():
+            trial.set_user_attr(key, value)
+        return
+    batch(trial._trial_id, dict(attrs))  # noqa: SLF001 - Optuna's Trial has no public id
+    trial._cached_frozen_trial.user_attrs.update(attrs)  # noqa: SLF001
+
+
+class _FromPlan:
+    """Answers a search space's suggest_* calls from a plan, noting each distribution asked."""
+
+    def __init__(self, plan: Mapping[str, Any]) -> None:
+        self.plan = plan
+        self.items: list[tuple[str, Any, BaseDistribution]] = []
+
+    def suggest_categorical(self, name: str, choices: list[Any]) -> Any:
+        return self._take(name, CategoricalDistribution(choices))
+
+    def suggest_int(self, name: str, low: int, high: int, step: int = 1, log: bool = False) -> int:
+        return self._take(name, IntDistribution(low, high, log=log, step=step))
+
+    def _take(self, name: str, distribution: BaseDistribution) -> Any:
+        value = self.plan[name]
+        self.items.append((name, value, distribution))
+        return value
+
+
+def write_planned_params(trial: optuna.Trial, space: SearchSpace, ctx: TrialContext,
+                         plan: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters `space` asks for in `ctx`, valued from `plan`, written into a fresh trial:
+    what `space.suggest(trial, ctx)` does when the study's sampler answers from `plan`
+    (PlannedSampler), in one transaction instead of one per parameter. A queued trial's own
+    parameters (`study.enqueue_trial`) come before the plan, as Optuna gives them before any
+    sampler's. A value outside its
+    parameter's choices, or a distribution unlike the study's earlier trials', raises ValueError
+    and writes nothing."""
+    batch = _batched(trial, "set_trial_params")
+    if batch is None:
+        return space.suggest(trial, ctx)
+    planned = _FromPlan({**plan, **trial._fixed_params})  # noqa: SLF001
+    params = space.suggest(planned, ctx)
+    items: list[ParamItem] = [(name, distribution.to_internal_repr(value), distribution)
+                              for name, value, distribution in planned.items]
+    batch(trial._trial_id, items)  # noqa: SLF001
+    cached = trial._cached_frozen_trial  # noqa: SLF001
+    for name, value, distribution in planned.items:
+        cached.distributions[name] = distribution
+        cached.params[name] = value
+    return params
