@@ -48,7 +48,7 @@ from ..storage import TrialKey, TrialRecord, params_key, write_planned_params
 from ._base import SearchSetup, Strategy, Verdict
 from ._planned import PlannedSampler
 from ._evidence import NOISE_PRIOR_SD, TOP, Evidence, Measured
-from ._surrogate import Pool
+from ._surrogate import SCORE_CAP, Changed, Fit, Pool
 
 if TYPE_CHECKING:
     from ..space import Parameter, SearchSpace, TrialContext
@@ -299,13 +299,14 @@ class ScreenStrategy(Strategy):
         evidence = self.evidence
         assert evidence is not None
         key = params_key(params)
-        measured = {k: m.copy() for k, m in evidence.measured.items()}
-        mine = measured.setdefault(key, Measured(dict(params)))
+        before = evidence.measured.get(key)
+        mine = before.copy() if before is not None else Measured(dict(params))
         mine.rounds.extend(rounds)
-        fitted = evidence.fit(measured)
-        others = [m for k, m in measured.items() if m.n >= 2 and k != key and not m.reference]
+        others = [m for k, m in evidence.measured.items()
+                  if m.n >= 2 and k != key and not m.reference]
         bar = -math.log1p(self.min_gain)
         z = self.z_first if mine.n == 1 else self.z_continue
+        fitted = self._fit_with(mine, before)
         if fitted is None:  # too little evidence for a model: its own rounds only
             sd = evidence.noise_sd()
             best = min((m.mean + 0.5 * sd / math.sqrt(m.n) for m in others), default=0.0)
@@ -316,6 +317,28 @@ class ScreenStrategy(Strategy):
         sd = fitted.sd(x[np.concatenate(([0], top))])
         best = min(0.0, float(np.min(mean[top] + 0.5 * sd[1:]))) if others else 0.0
         return float(mean[0] - z * sd[0]) < best + bar
+
+    def _fit_with(self, mine: Measured, before: Measured | None) -> Fit | Changed | None:
+        """The model with `mine` in place of what was measured of it `before`: the study's own
+        fit with one row's weight and (capped) score changed, exact at a fraction of a new
+        fit's cost (the race asks after every launch); a new fit while the study has too little
+        for one of its own, or when a fit on one more configuration would choose the prior
+        precision again (early in a study: it is then cheap) or the study's fit predates the
+        precision now chosen."""
+        evidence = self.evidence
+        assert evidence is not None
+        rows = sum(1 for m in evidence.measured.values() if m.n) + (before is None or not before.n)
+        # asked first: the study's own fit would choose the precision too, on other data; and
+        # the study's fit is kept until a trial ends, so it may predate the last choice
+        base = None if evidence.surrogate.chooses_at(rows) else evidence.fit()
+        if base is None or base.lambda_ != evidence.surrogate.lambda_:
+            measured = dict(evidence.measured)
+            measured[params_key(mine.params)] = mine
+            return evidence.fit(measured)
+        was = ((float(before.n), min(before.mean, SCORE_CAP))
+               if before is not None and before.n else (0.0, 0.0))
+        now = (float(mine.n), min(mine.mean, SCORE_CAP))
+        return base.changed(evidence.rows([mine]), was, now)
 
     def _rounds_of(self, number: int) -> list[float]:
         setup = self.setup
