@@ -164,8 +164,10 @@ def replay_study(grid: Grid, strategy: str | Strategy, budget: int, seed: int,
                  settings: ReplaySettings = ReplaySettings(),
                  truth: dict[tuple, float] | None = None,
                  warm: Sequence[Mapping[str, Any] | Any] = (),
-                 storage: str | None = None) -> tuple[ReplayRun, optuna.Study]:
-    """replay_once, and the study it ran (in memory, or in `storage`, an Optuna storage URL).
+                 storage: str | optuna.storages.BaseStorage | None = None
+                 ) -> tuple[ReplayRun, optuna.Study]:
+    """replay_once, and the study it ran (in memory, or in `storage`: an Optuna storage URL, or
+    a storage as `open_storage` gives it).
     `strategy`: a name, or a Strategy built by the caller (instrumented, say). `warm`:
     configurations queued after the default (trial 0), adapted to the grid's space
     (adapt_warm), so they are trials 1.. and count against `budget` like any trial; the sampler

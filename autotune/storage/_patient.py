@@ -21,7 +21,7 @@ from typing import Any
 import optuna
 
 from ..errors import StorageError
-from ._transaction import ParamItem, write_params, write_user_attrs
+from ._transaction import ParamItem, set_params_together, set_user_attrs_together
 
 LOCKED_SIGNS = ("database is locked", "database table is locked")
 FULL_SIGNS = ("database or disk is full", "No space left on device")
@@ -69,11 +69,11 @@ class PatientStorage(optuna.storages.BaseStorage):
 
     def set_trial_params(self, trial_id: int, items: Sequence[ParamItem]) -> None:
         """A trial's parameters, in one transaction where the storage allows (_transaction)."""
-        self.patiently("set_trial_params", write_params, self.inner, trial_id, items)
+        self.patiently("set_trial_params", set_params_together, self.inner, trial_id, items)
 
     def set_trial_user_attrs(self, trial_id: int, attrs: Mapping[str, Any]) -> None:
         """Many user attributes of a trial, in one transaction where the storage allows."""
-        self.patiently("set_trial_user_attrs", write_user_attrs, self.inner, trial_id, attrs)
+        self.patiently("set_trial_user_attrs", set_user_attrs_together, self.inner, trial_id, attrs)
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         return self.patiently(name, getattr(self.inner, name), *args, **kwargs)

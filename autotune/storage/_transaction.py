@@ -41,10 +41,11 @@ def writes_in_one_transaction(storage: optuna.storages.BaseStorage) -> bool:
     return _writers(storage) is not None
 
 
-def write_params(storage: optuna.storages.BaseStorage, trial_id: int,
+def set_params_together(storage: optuna.storages.BaseStorage, trial_id: int,
                  items: Sequence[ParamItem]) -> None:
-    """Set a trial's parameters; a distribution that differs from earlier trials' raises
-    ValueError and writes none of them."""
+    """Set a fresh trial's parameters; a distribution that differs from earlier trials' raises
+    ValueError and writes none of them (a name set twice raises IntegrityError: a search space
+    has no two parameters of one name)."""
     writers = _writers(storage)
     if writers is None:
         for name, internal, distribution in items:
@@ -57,7 +58,7 @@ def write_params(storage: optuna.storages.BaseStorage, trial_id: int,
                 session, trial_id, name, internal, distribution)
 
 
-def write_user_attrs(storage: optuna.storages.BaseStorage, trial_id: int,
+def set_user_attrs_together(storage: optuna.storages.BaseStorage, trial_id: int,
                      attrs: Mapping[str, Any]) -> None:
     writers = _writers(storage)
     if writers is None:
@@ -65,7 +66,9 @@ def write_user_attrs(storage: optuna.storages.BaseStorage, trial_id: int,
             storage.set_trial_user_attr(trial_id, key, value)
         return
     session_of, model = writers
-    with session_of(storage.scoped_session, True) as session:
+    # an IntegrityError is raised, not ignored as Optuna's one-row write ignores it: here it
+    # would drop the whole record, checksum included (SQLite, PostgreSQL and MySQL upsert)
+    with session_of(storage.scoped_session) as session:
         for key, value in attrs.items():
             storage._set_trial_attr_without_commit(  # noqa: SLF001 - see the module docstring
                 session, model, trial_id, key, value)

@@ -36,22 +36,39 @@ def write_user_attrs(trial: optuna.Trial, attrs: Mapping[str, Any]) -> None:
 
 
 class _FromPlan:
-    """Answers a search space's suggest_* calls from a plan, noting each distribution asked."""
+    """Answers a search space's suggest_* calls from a plan, noting each distribution asked, as
+    Optuna's Trial answers them: a queued trial's own value first, then a distribution's only
+    value whatever the plan says, then the plan; a name asked again keeps its value; an int
+    comes back an int."""
 
-    def __init__(self, plan: Mapping[str, Any]) -> None:
+    def __init__(self, plan: Mapping[str, Any], fixed: Mapping[str, Any]) -> None:
         self.plan = plan
-        self.items: list[tuple[str, Any, BaseDistribution]] = []
+        self.fixed = fixed
+        self.items: dict[str, tuple[Any, BaseDistribution]] = {}
 
     def suggest_categorical(self, name: str, choices: list[Any]) -> Any:
         return self._take(name, CategoricalDistribution(choices))
 
     def suggest_int(self, name: str, low: int, high: int, step: int = 1, log: bool = False) -> int:
-        return self._take(name, IntDistribution(low, high, log=log, step=step))
+        return int(self._take(name, IntDistribution(low, high, log=log, step=step)))
 
     def _take(self, name: str, distribution: BaseDistribution) -> Any:
-        value = self.plan[name]
-        self.items.append((name, value, distribution))
-        return value
+        if name not in self.items:
+            if name in self.fixed:
+                value = self.fixed[name]
+            elif distribution.single():
+                value = _only_value(distribution)
+            else:
+                value = self.plan[name]
+            self.items[name] = (value, distribution)
+        return self.items[name][0]
+
+
+def _only_value(distribution: BaseDistribution) -> Any:
+    if isinstance(distribution, CategoricalDistribution):
+        return distribution.choices[0]
+    assert isinstance(distribution, IntDistribution)
+    return distribution.low
 
 
 def write_planned_params(trial: optuna.Trial, space: SearchSpace, ctx: TrialContext,
@@ -60,19 +77,19 @@ def write_planned_params(trial: optuna.Trial, space: SearchSpace, ctx: TrialCont
     what `space.suggest(trial, ctx)` does when the study's sampler answers from `plan`
     (PlannedSampler), in one transaction instead of one per parameter. A queued trial's own
     parameters (`study.enqueue_trial`) come before the plan, as Optuna gives them before any
-    sampler's. A value outside its
-    parameter's choices, or a distribution unlike the study's earlier trials', raises ValueError
-    and writes nothing."""
+    sampler's. A value outside its parameter's choices, or a distribution unlike the study's
+    earlier trials', raises ValueError and writes nothing; an int is not checked against its
+    range (Optuna does not check a sampler's value either)."""
     batch = _batched(trial, "set_trial_params")
     if batch is None:
         return space.suggest(trial, ctx)
-    planned = _FromPlan({**plan, **trial._fixed_params})  # noqa: SLF001
+    planned = _FromPlan(plan, trial._fixed_params)  # noqa: SLF001
     params = space.suggest(planned, ctx)
     items: list[ParamItem] = [(name, distribution.to_internal_repr(value), distribution)
-                              for name, value, distribution in planned.items]
+                              for name, (value, distribution) in planned.items.items()]
     batch(trial._trial_id, items)  # noqa: SLF001
     cached = trial._cached_frozen_trial  # noqa: SLF001
-    for name, value, distribution in planned.items:
+    for name, (value, distribution) in planned.items.items():
         cached.distributions[name] = distribution
         cached.params[name] = value
     return params

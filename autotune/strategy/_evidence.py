@@ -83,7 +83,7 @@ class Evidence:
         self.measured: dict[tuple, Measured] = {}
         self._x: sparse.csr_matrix | None = None  # features of the pool's configurations
         self._version = 0  # bumped whenever `measured` changes
-        self._fitted: tuple[int, Fit | None] = (-1, None)
+        self._fitted: tuple[tuple, Fit | None] = ((), None)  # at (version, prior precision)
         self._noise: tuple[int, float] = (-1, 0.0)  # noise_sd() at a version of `measured`
 
     def add(self, number: int, params: dict[str, Any], rounds: list[float], state: str) -> None:
@@ -133,10 +133,13 @@ class Evidence:
     def fit(self, measured: Mapping[tuple, Measured] | None = None) -> Fit | None:
         """The model on every configuration measured so far (the default at 0; or on
         `measured`), or None before there are two. The fit on what was measured is kept until
-        a trial adds to it."""
+        a trial adds to it or the prior precision is chosen again."""
         if measured is None:
-            if self._fitted[0] != self._version:
-                self._fitted = (self._version, self.fit(self.measured))
+            # kept until a trial adds to it, or a fit (the race's) chose the precision again
+            at = (self._version, self.surrogate.lambda_)
+            if self._fitted[0] != at:
+                fitted = self.fit(self.measured)
+                self._fitted = ((self._version, self.surrogate.lambda_), fitted)
             return self._fitted[1]
         chosen = [m for m in measured.values() if m.n]
         if len(chosen) < 2:

@@ -320,18 +320,16 @@ class ScreenStrategy(Strategy):
 
     def _fit_with(self, mine: Measured, before: Measured | None) -> Fit | Changed | None:
         """The model with `mine` in place of what was measured of it `before`: the study's own
-        fit with one row's weight and (capped) score changed, exact at a fraction of a new
-        fit's cost (the race asks after every launch); a new fit while the study has too little
-        for one of its own, or when a fit on one more configuration would choose the prior
-        precision again (early in a study: it is then cheap) or the study's fit predates the
-        precision now chosen."""
+        fit with one row's weight and (capped) score changed, the same as a new fit up to
+        rounding at a fraction of its cost (the race asks after every launch). A new fit
+        instead while the study has too little for one, or when a fit on these rows would
+        choose the prior precision again (BayesianRidge's evidence, every fifth more rows)."""
         evidence = self.evidence
         assert evidence is not None
         rows = sum(1 for m in evidence.measured.values() if m.n) + (before is None or not before.n)
-        # asked first: the study's own fit would choose the precision too, on other data; and
-        # the study's fit is kept until a trial ends, so it may predate the last choice
+        # asked first: the study's own fit, on fewer rows, would choose it on other data
         base = None if evidence.surrogate.chooses_at(rows) else evidence.fit()
-        if base is None or base.lambda_ != evidence.surrogate.lambda_:
+        if base is None:
             measured = dict(evidence.measured)
             measured[params_key(mine.params)] = mine
             return evidence.fit(measured)

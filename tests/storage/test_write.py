@@ -1,12 +1,16 @@
 """A trial's params and its record's attributes are written in one transaction (real SQLite
 behind the product's storage), exactly as Optuna's one-at-a-time calls would write them."""
+import threading
+
 import optuna
 import pytest
 
 from autotune.space import Parameter, SearchSpace, TrialContext
 from autotune.storage import open_storage, write_planned_params, write_user_attrs
 from autotune.storage._transaction import writes_in_one_transaction
+from autotune.storage import PatientStorage
 from autotune.strategy._planned import PlannedSampler
+from tests.storage.test_patient import hold_read_lock, rdb
 
 CTX = TrialContext(collective="allreduce")
 SPACE = SearchSpace(name="t", description="", stack="openmpi", fixed=(), parameters=(
@@ -15,6 +19,7 @@ SPACE = SearchSpace(name="t", description="", stack="openmpi", fixed=(), paramet
     Parameter(name="UCX_TLS", apply="env", type="choice", choices=("unset", "self,sm", "self,tcp"),
               default="unset", when=(("pml", ("ucx",)),)),
     Parameter(name="segments", apply="mca", type="int", low=1, high=8, default=1),
+    Parameter(name="only", apply="env", type="choice", choices=("x",), default="x"),
 ))
 
 
@@ -30,7 +35,8 @@ def test_the_installed_optuna_lets_the_product_storage_write_in_one_transaction(
 
 
 @pytest.mark.parametrize("plan", [{"pml": "ucx", "UCX_TLS": "self,sm", "segments": 4},
-                                  {"pml": "ob1", "UCX_TLS": "self,sm", "segments": 2}])
+                                  {"pml": "ob1", "UCX_TLS": "self,sm", "segments": 2},
+                                  {"pml": "ob1", "segments": 2, "only": "y"}])  # one value: x
 def test_planned_params_are_stored_as_optunas_own_suggestions_store_them(tmp_path, plan):
     sampler = PlannedSampler()
     sampler.plan = plan
@@ -47,12 +53,18 @@ def test_planned_params_are_stored_as_optunas_own_suggestions_store_them(tmp_pat
 
 
 def test_a_queued_trials_own_params_come_before_the_plan(tmp_path):
+    plan = {"pml": "ucx", "UCX_TLS": "self,sm", "segments": 1, "only": "x"}
+    sampler = PlannedSampler()
+    sampler.plan = plan
+    reference = optuna.create_study(sampler=sampler)
+    reference.enqueue_trial({"pml": "ob1", "segments": 8})
+    SPACE.suggest(reference.ask(), CTX)
     study = study_at(tmp_path)
     study.enqueue_trial({"pml": "ob1", "segments": 8})
     trial = study.ask()
-    params = write_planned_params(trial, SPACE, CTX, {"pml": "ucx", "UCX_TLS": "self,sm",
-                                                      "segments": 1})
-    assert params == {"pml": "ob1", "segments": 8} == study.trials[0].params
+    params = write_planned_params(trial, SPACE, CTX, plan)
+    assert params == {"pml": "ob1", "segments": 8, "only": "x"} == study.trials[0].params
+    assert study.trials[0].distributions == reference.trials[0].distributions
 
 
 def test_a_bad_value_or_a_changed_distribution_writes_none_of_the_params(tmp_path):
@@ -90,5 +102,23 @@ def test_a_storage_without_batches_is_written_one_call_at_a_time(tmp_path):
     params = write_planned_params(trial, SPACE, CTX, sampler.plan)
     write_user_attrs(trial, {"a": 1, "b": [2]})
     stored = study.trials[0]
-    assert stored.params == params == {"pml": "ucx", "UCX_TLS": "self,tcp", "segments": 3}
+    assert stored.params == params == {"pml": "ucx", "UCX_TLS": "self,tcp", "segments": 3,
+                                       "only": "x"}
     assert stored.user_attrs == {"a": 1, "b": [2]}
+
+
+def test_a_locked_database_is_waited_out_and_the_batch_written_whole(tmp_path):
+    path = tmp_path / "s.db"
+    heard = []
+    storage = PatientStorage(rdb(path, 0.5), str(path), notify=heard.append)
+    study = optuna.create_study(storage=storage, study_name="s")
+    trial = study.ask()
+    started = threading.Event()
+    reader = threading.Thread(target=hold_read_lock, args=(path, 2.0, started))
+    reader.start()
+    started.wait(5)
+    attrs = {f"key{i}": i for i in range(10)}
+    write_user_attrs(trial, attrs)  # blocked by the reader beyond the busy timeout, then written
+    reader.join()
+    assert storage.waited["locked"] >= 1 and heard
+    assert optuna.load_study(study_name="s", storage=rdb(path, 5)).trials[0].user_attrs == attrs

@@ -184,12 +184,25 @@ def test_the_race_decides_as_it_did_with_a_new_fit_after_every_launch():
     """On a real grid, 60 trials: every trial's state and score are the same whether the race
     updates the study's fit or fits anew (the update is exact, and only taken where a new fit
     would not choose the prior precision again)."""
+    from autotune.strategy import _surrogate
+
     grid = read_grid(GRIDS / "alltoall-1n2p-imb.csv")
-    runs = [replay_study(grid, strategy, budget=60, seed=1)[1]
-            for strategy in (ScreenStrategy(seed=1), RefitEveryLaunch(seed=1))]
-    outcome = [[(t.number, t.state, t.value) for t in study.trials] for study in runs]
+    updates = []
+    changed = _surrogate.Fit.changed
+
+    def counted(self, *args):  # noqa: ANN001, ANN202
+        updates.append(1)
+        return changed(self, *args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_surrogate.Fit, "changed", counted)
+        updated = replay_study(grid, ScreenStrategy(seed=1), budget=60, seed=1)[1]
+    refitted = replay_study(grid, RefitEveryLaunch(seed=1), budget=60, seed=1)[1]
+    outcome = [[(t.number, t.state, t.value) for t in study.trials]
+               for study in (updated, refitted)]
     assert outcome[0] == outcome[1]
-    assert sum(t.state == TrialState.PRUNED for t in runs[0].trials) >= 10  # the race ran
+    assert sum(t.state == TrialState.PRUNED for t in updated.trials) >= 10  # the race ran
+    assert len(updates) >= 50  # and mostly on the update
 
 
 def test_a_configuration_that_failed_is_never_proposed_again(tmp_path):
