@@ -3,7 +3,7 @@
 Optuna commits every parameter and every user attribute on its own: on SQLite each is a
 transaction with its own sync to disk, ~2 ms apiece here, and a finished trial writes ~24
 attributes and ~9 parameters (about 70 ms per trial, 3% of a trial's benchmark time on this
-machine). Written together they take a third of the time, and they are all-or-nothing: a run
+machine). Written together they take about a third of the time, and they are all-or-nothing: a run
 stopped in the middle leaves a trial with all its parameters or none, and its record's attributes
 all written or none (Optuna's session scope closes an unfinished session, so a stop signal inside
 it commits nothing). This uses the RDB storage's own per-row writers (private to Optuna, which
@@ -42,7 +42,7 @@ def writes_in_one_transaction(storage: optuna.storages.BaseStorage) -> bool:
 
 
 def set_params_together(storage: optuna.storages.BaseStorage, trial_id: int,
-                 items: Sequence[ParamItem]) -> None:
+                        items: Sequence[ParamItem]) -> None:
     """Set a fresh trial's parameters; a distribution that differs from earlier trials' raises
     ValueError and writes none of them (a name set twice raises IntegrityError: a search space
     has no two parameters of one name)."""
@@ -59,7 +59,7 @@ def set_params_together(storage: optuna.storages.BaseStorage, trial_id: int,
 
 
 def set_user_attrs_together(storage: optuna.storages.BaseStorage, trial_id: int,
-                     attrs: Mapping[str, Any]) -> None:
+                            attrs: Mapping[str, Any]) -> None:
     writers = _writers(storage)
     if writers is None:
         for key, value in attrs.items():

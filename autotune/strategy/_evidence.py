@@ -135,9 +135,9 @@ class Evidence:
         `measured`), or None before there are two. The fit on what was measured is kept until
         a trial adds to it or the prior precision is chosen again."""
         if measured is None:
-            # kept until a trial adds to it, or a fit (the race's) chose the precision again
-            at = (self._version, self.surrogate.lambda_)
-            if self._fitted[0] != at:
+            # kept until a trial adds to it, or a fit (the race's) chose the precision again;
+            # keyed by the precision it was made at (this fit may choose it too)
+            if self._fitted[0] != (self._version, self.surrogate.lambda_):
                 fitted = self.fit(self.measured)
                 self._fitted = ((self._version, self.surrogate.lambda_), fitted)
             return self._fitted[1]
