@@ -6,11 +6,12 @@ A study of `--trials` trials runs on a replayed grid (the product's own controll
 confirmation; launches served from the recording) with an SQLite file as its storage, opened as
 `start` opens it (open_storage), so every ask, report and tell goes through the database as in a
 real study. Every call the controller makes into the strategy (bind, suggest, launch_scored,
-after_launch, measures_again, trial_finished, confirm_candidates) is timed. A trial's benchmark time is its launches (its own
-and its share of default launches) times the seconds of one launch measured on this machine:
-`--launch-seconds`, or measured here with 6 real launches of the mpi4py kernel (2 ranks, the
-untuned stack, one block of the default study's sizes). Prints the strategy's seconds per trial
-by hundreds of trials, and the share of a trial's benchmark time at the end.
+after_launch, measures_again, trial_finished, confirm_candidates) is timed. A trial's benchmark
+time is its launches (its own and its share of default launches) times the seconds of one launch
+measured on this machine: `--launch-seconds`, or measured here with 6 real launches of the
+mpi4py kernel (2 ranks, the untuned stack, one block of the default study's sizes). Prints the
+strategy's seconds per trial by hundreds of trials, the share of a trial's benchmark time at the
+end, and the controller's storage time in all.
 
     .venv/bin/python scripts/bench_strategy_cost.py docs/grids/allreduce-planted-1n2p-imb.parquet
 """
