@@ -205,6 +205,19 @@ def test_the_race_decides_as_it_did_with_a_new_fit_after_every_launch():
     assert len(updates) >= 50  # and mostly on the update
 
 
+def test_the_studys_fit_is_made_again_once_the_prior_precision_is_chosen_again(grid):
+    """A race's new fit may choose the precision (with trials in parallel, between two of the
+    study's own fits): the study's kept fit is then not served at the old precision."""
+    strategy = ScreenStrategy(seed=0)
+    replay_study(grid, strategy, budget=12, seed=0)
+    evidence = strategy.evidence
+    kept = evidence.fit()
+    assert evidence.fit() is kept and kept.lambda_ == evidence.surrogate.lambda_
+    evidence.surrogate.lambda_ *= 3  # what a race's fit on one more row may have chosen
+    again = evidence.fit()
+    assert again is not kept and again.lambda_ == evidence.surrogate.lambda_
+
+
 def test_a_configuration_that_failed_is_never_proposed_again(tmp_path):
     """A combination the grid lacks fails as MPI would refuse it: screening and the model move on
     instead of proposing it until the controller gives up."""
