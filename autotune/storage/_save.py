@@ -10,7 +10,7 @@ import optuna
 from optuna.trial import TrialState
 
 from ._schema import TrialKey, failure_attrs, record_checksum
-from ._write import write_user_attrs
+from ._write import set_user_attrs, write_user_attrs
 
 STATES = {"COMPLETE": TrialState.COMPLETE, "PRUNED": TrialState.PRUNED, "FAIL": TrialState.FAIL}
 
@@ -57,11 +57,7 @@ def fail_sealed(study: optuna.Study, trial_id: int, number: int,
     if seal or TrialKey.CHECKSUM in stored.user_attrs:
         attrs[TrialKey.CHECKSUM] = record_checksum(stored.params, {**stored.user_attrs, **attrs},
                                                    None)
-    if hasattr(storage, "set_trial_user_attrs"):  # one transaction (PatientStorage)
-        storage.set_trial_user_attrs(trial_id, attrs)
-    else:
-        for key, value in attrs.items():
-            storage.set_trial_user_attr(trial_id, key, value)
+    set_user_attrs(storage, trial_id, attrs)
     study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
     return True
 

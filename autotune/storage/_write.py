@@ -24,14 +24,25 @@ def _batched(trial: optuna.Trial, method: str) -> Any:
     return getattr(trial.storage, method, None)
 
 
+def set_user_attrs(storage: optuna.storages.BaseStorage, trial_id: int,
+                   attrs: Mapping[str, Any]) -> None:
+    """A trial's user attributes, in one transaction where the storage offers it
+    (PatientStorage), else one call each."""
+    batch = getattr(storage, "set_trial_user_attrs", None)
+    if batch is not None:
+        batch(trial_id, dict(attrs))
+        return
+    for key, value in attrs.items():
+        storage.set_trial_user_attr(trial_id, key, value)
+
+
 def write_user_attrs(trial: optuna.Trial, attrs: Mapping[str, Any]) -> None:
     """`trial.set_user_attr` for every item, in one transaction where the storage allows."""
-    batch = _batched(trial, "set_trial_user_attrs")
-    if batch is None:
+    if not hasattr(trial, "_cached_frozen_trial"):  # another Optuna: its own calls
         for key, value in attrs.items():
             trial.set_user_attr(key, value)
         return
-    batch(trial._trial_id, dict(attrs))  # noqa: SLF001 - Optuna's Trial has no public id
+    set_user_attrs(trial.storage, trial._trial_id, attrs)  # noqa: SLF001 - no public id
     trial._cached_frozen_trial.user_attrs.update(attrs)  # noqa: SLF001
 
 

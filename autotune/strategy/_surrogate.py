@@ -154,6 +154,18 @@ class Features:
         return sparse.csr_matrix((vals, (rows, cols)), shape=(len(raw), len(self.columns)))
 
 
+def _score(x: sparse.csr_matrix, y_mean: float, x_mean: np.ndarray, weights: np.ndarray
+           ) -> np.ndarray:
+    """Rows' scores under centred weights: y_mean + (x - x_mean) @ weights."""
+    return y_mean + x @ weights - float(x_mean @ weights)
+
+
+def _spread(chol: np.ndarray, centred: np.ndarray) -> np.ndarray:
+    """Each centred row's c' A^-1 c, A = chol @ chol.T."""
+    solved = linalg.solve_triangular(chol, centred.T, lower=True)
+    return np.sum(solved ** 2, axis=0)
+
+
 @dataclass(frozen=True)
 class Fit:
     """The posterior of the weights of features centred on `x_mean`: N(coef, A^-1), with
@@ -172,19 +184,17 @@ class Fit:
     lambda_: float = 0.0
 
     def mean(self, x: sparse.csr_matrix) -> np.ndarray:
-        return self.y_mean + x @ self.coef - float(self.x_mean @ self.coef)
+        return _score(x, self.y_mean, self.x_mean, self.coef)
 
     def sd(self, x: sparse.csr_matrix) -> np.ndarray:
         """Posterior sd of each row's mean score (the weights' part, as BayesianRidge's)."""
-        centred = x.toarray() - self.x_mean
-        solved = linalg.solve_triangular(self.chol, centred.T, lower=True)
-        return np.sqrt(np.sum(solved ** 2, axis=0))
+        return np.sqrt(_spread(self.chol, x.toarray() - self.x_mean))
 
     def draw(self, x: sparse.csr_matrix, rng: np.random.Generator) -> np.ndarray:
         """One Thompson sample of every row's score."""
         z = rng.standard_normal(len(self.coef))
         weights = self.coef + linalg.solve_triangular(self.chol.T, z, lower=False)
-        return self.y_mean + x @ weights - float(self.x_mean @ weights)
+        return _score(x, self.y_mean, self.x_mean, weights)
 
     def changed(self, row: sparse.csr_matrix, was: tuple[float, float],
                 now: tuple[float, float]) -> Changed:
@@ -226,12 +236,11 @@ class Changed:
     shrink: float
 
     def mean(self, x: sparse.csr_matrix) -> np.ndarray:
-        return self.y_mean + x @ self.coef - float(self.x_mean @ self.coef)
+        return _score(x, self.y_mean, self.x_mean, self.coef)
 
     def sd(self, x: sparse.csr_matrix) -> np.ndarray:
         centred = x.toarray() - self.x_mean
-        solved = linalg.solve_triangular(self.chol, centred.T, lower=True)
-        variance = np.sum(solved ** 2, axis=0) - self.shrink * (centred @ self.e) ** 2
+        variance = _spread(self.chol, centred) - self.shrink * (centred @ self.e) ** 2
         return np.sqrt(np.maximum(variance, 0.0))
 
 
