@@ -1,6 +1,6 @@
 """A study across real Slurm jobs: the private cluster of launchers/private-slurm.sh (slurmctld,
 slurmd and munged of Debian's slurm-wlm, started for this test), the shipped sbatch template, a
-one-minute time limit far shorter than the study, real mpirun inside the allocation. At the
+two-minute time limit far shorter than the study, real mpirun inside the allocation. At the
 limit's signal the daemon stops, the running trial is queued again and the template requeues the
 job; the next job resumes the study until it ends."""
 
@@ -41,14 +41,19 @@ def status(env) -> dict:
 
 
 def test_a_study_lives_across_requeued_jobs_until_it_ends(cluster, tmp_path):
+    # slurmctld checks time limits every 30 s and signals a job whose end is within the signal's
+    # lead plus those 30 s, and a requeued job starts at a fixed phase of that tick: with a lead of
+    # 20 s in a one-minute job every job got the signal ~15 s after it began, before its first
+    # trial ended, and no job finished a trial. A 60 s lead in two minutes leaves each job 30-60 s,
+    # and trials of ~10 s (0.12 s a size) make the study span a few jobs (9 at 0.25 s a size).
     env = dict(cluster, AUTOTUNE_HOME=str(tmp_path / "home"),
                AUTOTUNE=str(Path(sys.executable).parent / "autotune"), TRIALS="100",
                MAX_REQUEUES="12", AUTOTUNE_JOB_END_MARGIN="20")
     log = tmp_path / "job.out"
     submitted = subprocess.run(
-        ["sbatch", "--parsable", "--nodes=1", "--time=1", "--signal=B:TERM@20", "-o", str(log),
+        ["sbatch", "--parsable", "--nodes=1", "--time=2", "--signal=B:TERM@60", "-o", str(log),
          str(TEMPLATE), "--ppn", "2", "--space", str(SPACE), "--strategy", "grid", "--sizes",
-         "8:4k", "--repetitions", "4", "--stages", "1", "--time-per-size", "0.05",
+         "8:4k", "--repetitions", "4", "--stages", "1", "--time-per-size", "0.12",
          "--no-check-live", "--no-per-size", "--no-verify", "--confirm", "1",
          "--confirm-rounds", "2", "--confirm-max-rounds", "2"],
         capture_output=True, text=True, env=env, timeout=60)
@@ -92,7 +97,7 @@ def test_a_study_lives_across_requeued_jobs_until_it_ends(cluster, tmp_path):
                                         optuna.trial.TrialState.WAITING))
     before, last = text.rsplit("autotune: job ", 1)
     # Slurm may send the limit's signal up to a minute early (its documented resolution), which in
-    # a one-minute job can cut a confirmation the margin let start: then nothing of it is stored
+    # a two-minute job can cut a confirmation the margin let start: then nothing of it is stored
     # and the next job runs it again. It completes once, in the job that reaches it.
     assert "confirmed best:" not in before, before[-3000:]
     cut = before.count("confirming the best")
