@@ -41,10 +41,9 @@ def status(env) -> dict:
 
 
 def test_a_study_lives_across_requeued_jobs_until_it_ends(cluster, tmp_path):
-    # slurmctld checks time limits every 30 s and signals a job whose end is within the signal's
-    # lead plus those 30 s, and a requeued job starts at a fixed phase of that tick: with a lead of
-    # 20 s in a one-minute job every job got the signal ~15 s after it began, before its first
-    # trial ended, and no job finished a trial. A 60 s lead in two minutes leaves each job 30-60 s,
+    # In the cluster's logs slurmctld sends the signal on a 30 s tick, and a requeued job starts at
+    # a fixed phase of it: with a lead of 20 s in a one-minute job every job got the signal ~15 s
+    # after it began, before its first trial ended, and no job finished a trial. A 60 s lead in two minutes leaves each job 30-60 s,
     # and trials of ~10 s (0.12 s a size) make the study span a few jobs (9 at 0.25 s a size).
     env = dict(cluster, AUTOTUNE_HOME=str(tmp_path / "home"),
                AUTOTUNE=str(Path(sys.executable).parent / "autotune"), TRIALS="100",
