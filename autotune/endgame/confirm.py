@@ -13,13 +13,15 @@ Why the claim holds at its stated level:
   when it can no longer be worth preferring to the claimed leader (it could be claimed, never win);
 - every interval is simultaneous over the candidates and the looks (Bonferroni): picking the best
   of several noisy candidates, or looking again until something shows, does not buy a false claim.
-The winner is the claimed candidate (interval entirely faster than the default) faster than the
-most other claimed ones by the median of their paired round differences (see `leader`). When
+The winner is the claimed candidate (interval entirely faster than the default) with the best
+median per size over all its rounds, weighted over the sizes as a trial's score is (see
+`leader`): a mean, or a median of a few rounds, hands the win to a configuration that lands on a
+fast level in a third of its launches over one that is faster most of the time. When
 several are claimed, they race for it: the leader and each claimed candidate that may still be
 worth preferring (its difference to the leader, paired round by round, not surely positive, and
 an expected shortfall of keeping the leader of `race_loss` or more) get more rounds at the next
-looks (up to `max_rounds`); rounds are not spent on candidates already told apart, nor on ties
-too close to matter.
+looks (up to `max_rounds`), the leader also while an undecided candidate may still overtake it;
+rounds are not spent on candidates already told apart, nor on ties too close to matter.
 Of the leader and the claimed candidates preferring which is expected to cost it less than
 `simpler_within`, the one that changes the fewest knobs wins (`simplest_equivalent`): a tie
 too close to race for is settled for the simpler answer.
@@ -41,7 +43,7 @@ from ..measure import Measurer
 from ..space import LaunchSettings, knobs_changed
 from ..stats import Interval, mean_interval
 from ..storage import CONFIRMATION_ATTR, TrialRecord
-from .rounds import Arm, RoundsEngine, round_scores
+from .rounds import Arm, RoundsEngine, median_score, round_scores
 
 METHOD = "Student t over paired rounds, simultaneous over candidates and looks (Bonferroni)"
 
@@ -80,6 +82,7 @@ class Candidate:
     params: dict[str, Any]
     round_scores: list[float] = field(default_factory=list)
     round_index: list[int] = field(default_factory=list)  # the round of each score (pairing)
+    center: float | None = None  # median per size over its rounds, weighted (see `leader`)
     mean: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
@@ -173,6 +176,7 @@ def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSet
         for cand in measured_now:
             arm = arms[cand.trial]
             cand.round_index, cand.round_scores = round_scores(arm, reference, weights)
+            cand.center = median_score(arm, reference, weights)
             if arm.failed:
                 cand.failed, cand.verdict = arm.failed, FAILED
             elif len(cand.round_scores) >= 2:
@@ -198,23 +202,15 @@ def typical(cand: Candidate) -> float:
     return float(stats.trim_mean(cand.round_scores, TRIM)) if cand.round_scores else math.inf
 
 
-def paired_median(a: Candidate, b: Candidate) -> float | None:
-    """The median over their common rounds of a's score less b's (negative: a is faster), or
-    None without a common round. Both were measured against the same default launch, seconds
-    apart, so the machine's level cancels; the median keeps one disturbed round (or one bad
-    level of the best) from deciding."""
-    mine = dict(zip(b.round_index, b.round_scores))
-    diffs = [s - mine[r] for r, s in zip(a.round_index, a.round_scores) if r in mine]
-    return statistics.median(diffs) if diffs else None
-
-
 def leader(claimed: list[Candidate]) -> Candidate:
-    """The winner among claimed candidates: the one faster than the most others by the median
-    of their paired differences; ties go to the best trimmed mean."""
-    def wins(cand: Candidate) -> int:
-        return sum(1 for other in claimed if other is not cand
-                   and (paired_median(cand, other) or 0.0) < 0)
-    return min(claimed, key=lambda c: (-wins(c), typical(c)))
+    """The winner among claimed candidates: the best `center`, each size's median log-ratio to
+    its round's default launch over all its rounds, weighted (its trimmed mean of rounds where
+    it has none); ties go to the best trimmed mean. Each candidate is judged on all its rounds
+    (one claimed at a later look has more than one claimed at the first), per size, so that one
+    launch's latency level cannot carry the sizes of another."""
+    def center(cand: Candidate) -> float:
+        return cand.center if cand.center is not None else typical(cand)
+    return min(claimed, key=lambda c: (center(c), typical(c)))
 
 
 def simplest_equivalent(claimed: list[Candidate], knob_defaults: dict[str, Any],
@@ -245,14 +241,18 @@ def racing(candidates: list[Candidate], policy: ConfirmPolicy) -> list[Candidate
     one that may still be worth preferring to it: its round-by-round difference to the leader is
     not surely positive (the leader surely faster), and what preferring the leader could lose,
     the expected shortfall E[max(0, leader - it)] under the difference's Student-t estimate, is
-    at least `race_loss` (so near-ties are not raced for a gain nobody could use). None when
+    at least `race_loss` (so near-ties are not raced for a gain nobody could use). The leader
+    alone while an undecided candidate is measured on (one that may still overtake it: see
+    `drop_behind`): the winner is then chosen between estimates of as many rounds, not between
+    a leader's first five and twenty of a configuration whose level comes and goes. None when
     nothing is left to settle."""
     claimed = _claimed(candidates)
-    if len(claimed) < 2:
+    if not claimed:
         return []
     first = leader(claimed)
     chasing = [c for c in claimed if c is not first and may_overtake(c, first, policy)]
-    return [first, *chasing] if chasing else []
+    challenged = any(c.open for c in candidates)
+    return [first, *chasing] if chasing or challenged else []
 
 
 def drop_behind(candidates: list[Candidate], policy: ConfirmPolicy) -> None:
