@@ -89,7 +89,7 @@ def _claimed(trial, rounds, scores):
 
 
 def test_claimed_candidates_race_until_told_apart_or_too_close_to_matter():
-    from autotune.endgame.confirm import expected_shortfall, leader, racing
+    from autotune.endgame.confirm import UNDECIDED, expected_shortfall, leader, racing
 
     policy = ConfirmPolicy()
     first = _claimed(1, range(5), [-0.20, -0.22, -0.18, -0.21, -0.19])
@@ -100,8 +100,6 @@ def test_claimed_candidates_race_until_told_apart_or_too_close_to_matter():
     assert racing([first, close, behind], policy) == [first, close]
     assert racing([first, behind, same], policy) == []
     assert racing([first], policy) == []
-    from autotune.endgame.confirm import UNDECIDED
-
     challenger = _claimed(5, range(5), [-0.30, 0.05, -0.35, 0.02, -0.12])  # may still overtake
     challenger.verdict = UNDECIDED
     assert racing([first, behind, challenger], policy) == [first]  # measured in its rounds
