@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import optuna
+from threadpoolctl import threadpool_limits
 
 from .benchmarks import Mpi4pyBenchmark
 from .controller import Controller
@@ -199,7 +200,10 @@ def replay_study(grid: Grid, strategy: str | Strategy, budget: int, seed: int,
         controller.enqueue_default()  # trial 0, as run() would queue it; the warm entries follow
         for entry in entries:
             study.enqueue_trial(entry.params, user_attrs={TrialKey.WARM_START: entry.note})
-    controller.run(budget)
+    # One BLAS thread: a multi-threaded fit sums in another order, which flips near-tied
+    # decisions, so a seed's trajectory would depend on the machine's core count.
+    with threadpool_limits(limits=1):
+        controller.run(budget)
     try:
         best = best_config(study)
         reported = () if best.is_default else config_key(best.params)

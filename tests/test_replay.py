@@ -255,3 +255,23 @@ def test_replay_once_without_warm_is_unchanged(grid):
     a = replay_once(grid, "tpe", budget=6, seed=3)
     b, _ = replay_study(grid, "tpe", budget=6, seed=3, warm=())
     assert a == b and a.warm_started == ()
+
+
+def test_replay_fits_with_one_blas_thread_whatever_the_machine(grid, monkeypatch):
+    """A multi-threaded BLAS sums in another order and flips near-tied decisions, so a seed's
+    trajectory must not depend on how many cores run the replay."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from autotune.controller import Controller
+
+    seen: list[int] = []
+    run = Controller.run
+
+    def recording_run(self, budget):
+        seen.extend(pool["num_threads"] for pool in threadpool_info())
+        return run(self, budget)
+
+    monkeypatch.setattr(Controller, "run", recording_run)
+    with threadpool_limits(limits=2):
+        replay_once(grid, "screen", 4, seed=0)
+    assert seen and set(seen) == {1}
