@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import cli_runner
+from tests import SHARED, cli_runner
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,3 +44,16 @@ def _no_mpi_init_in_pytest():
     import sys
 
     assert "mpi4py.MPI" not in sys.modules, "this test imported mpi4py.MPI into pytest"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests that read the shared IMB builds and fixtures stop the run with one line when they
+    are missing (a clone not beside ../shared), instead of failing one by one."""
+    if (SHARED / "tools" / "imb").is_dir() and (SHARED / "fixtures" / "imb").is_dir():
+        return
+    needing = sorted({item.fspath.basename for item in items
+                      if getattr(getattr(item, "module", None), "SHARED", None) is SHARED})
+    if needing:
+        raise pytest.UsageError(
+            f"{', '.join(needing)} need the IMB builds and fixtures in {SHARED} (tools/imb, "
+            "fixtures/imb): clone beside that directory or set AUTOTUNE_TEST_SHARED")
