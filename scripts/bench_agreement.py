@@ -12,7 +12,9 @@ of the group (random order), all through the project's own launcher, benchmarks 
 the sizes (uniform, as a study weighs them) of log(t_config / t_default) against the default
 launch of its group and benchmark; its speedup is exp(-mean over rounds), with a Student-t 95%
 interval. It agrees when the two speedups differ by at most `--tolerance` percentage points.
-Also printed: the agreement of the trimmed means of the rounds (a study's own scoring).
+Also printed: the agreement of the trimmed means of the rounds (a study's own scoring), and of
+the medians of the rounds: on this machine one or two rounds in twelve read wild (a round score
+0.4-0.9 off the others), which moves a mean by several pp and a median not at all.
 
 `--search imb` puts a second, independent IMB-MPI1 in the search's place (its own launches and
 its own default launches, interleaved the same way): the noise floor of the comparison, what
@@ -161,6 +163,11 @@ def main() -> int:
     print(f"trimmed means of the rounds (as a study scores): agree within {args.tolerance:g} pp: "
           f"{sum(abs(d) <= args.tolerance for d in robust)} of {len(robust)}; median "
           f"|{name} - IMB| {statistics.median(map(abs, robust)) if robust else float('nan'):.1f} pp")
+    medians = [100 * (row.median_speedup("search") - row.median_speedup("imb")) for row in rows
+               if row.median_speedup("search") and row.median_speedup("imb")]
+    print(f"medians of the rounds (robust to a wild round): agree within {args.tolerance:g} pp: "
+          f"{sum(abs(d) <= args.tolerance for d in medians)} of {len(medians)}; median "
+          f"|{name} - IMB| {statistics.median(map(abs, medians)) if medians else float('nan'):.1f} pp")
     for line in failures[:10]:
         print(f"  failed: {line}")
     if args.json:
