@@ -23,6 +23,6 @@ def test_missing_shared_fixtures_stop_the_run_with_one_line(tmp_path):
     assert len(lines) == 1 and "test_imb.py need the IMB builds" in lines[0]
 
 
-def test_tests_without_shared_fixtures_still_run_without_them(tmp_path):
+def test_other_tests_are_collected_without_the_shared_fixtures(tmp_path):
     proc = _collect("tests/test_units.py", tmp_path / "nowhere")
     assert proc.returncode == 0, proc.stdout + proc.stderr
