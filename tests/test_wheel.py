@@ -49,6 +49,7 @@ def test_wheel_ships_every_space_and_module(wheel):
                if "__pycache__" not in p.parts}
     assert modules <= names, f"modules missing from the wheel: {sorted(modules - names)}"
     assert "autotune/export/json-export.schema.json" in names  # `export --format json`'s schema
+    assert "autotune/benchmarks/timed_loops.c" in names  # the kernel's timed loops, built on use
 
 
 @pytest.fixture(scope="module")

@@ -111,21 +111,33 @@ def wrong_result(record: dict) -> WrongResult:
                        f"{text('element')} is {text('got')}, expected {text('expected')}")
 
 
+TIMERS = ("c", "python")  # what timed the calls: IMB's loop in C, or the Python loop
+
+
 @dataclass(frozen=True)
 class KernelOverhead:
     """Per-call cost besides MPI's work, measured by the kernel once per launch (us): the
-    empty loop (a no-op of the same arity) and the same call on MPI.COMM_SELF."""
+    empty loop (a no-op of the same arity) and the same call on MPI.COMM_SELF; and what timed
+    the calls (`timer`; the Python loop subtracts `self_call_us`, the C loop nothing), with the
+    reason when the C loop could not (`timer_note`). Older kernels timed in Python only."""
 
     loop_us: float
     self_call_us: float
     loop_spread_us: float
     self_call_spread_us: float
+    timer: str = "python"
+    timer_note: str = ""
 
 
 def parse_overhead(record: dict) -> KernelOverhead:
+    timer = record.get("timer", "python")
+    if timer not in TIMERS:
+        raise BenchmarkOutputError(f"overhead record: timer {_show(timer)[:20]}, expected c or python")
+    note = record.get("timer_note", "")
     return KernelOverhead(*(_number(record, key, float, allow_zero=True, top=MAX_OVERHEAD_US)
                             for key in (
-        "loop_us", "self_call_us", "loop_spread_us", "self_call_spread_us")))
+        "loop_us", "self_call_us", "loop_spread_us", "self_call_spread_us")),
+        timer=timer, timer_note=note[:300] if isinstance(note, str) else "")
 
 
 def kernel_overhead(stdout: str) -> KernelOverhead | None:
@@ -236,10 +248,11 @@ class Mpi4pyBenchmark(Benchmark):
     """autotune.benchmarks.mpi4py_kernel: sizes in a seeded random order, IMB's buffer sizes,
     t_max/t_min/t_avg over ranks, the host of every rank (so a launch's landing is checked), and
     a check of each size's result (a wrong one fails the launch: `wrong-result`); for a
-    non-blocking collective IMB-NBC's t_pure, t_CPU, t_ovrl and overlap too. It reads about
-    0.2-0.7 us per call above IMB up to 4 KiB (mostly mpi4py's own work per call, see
-    docs/kernel-fidelity.md): fine for ranking configurations of one study, not for absolute
-    latencies."""
+    non-blocking collective IMB-NBC's t_pure, t_CPU, t_ovrl and overlap too. Blocking
+    collectives are timed by IMB's loop in C where the MPI's compiler wrapper builds it
+    (`_c_loops`), else by a Python loop; with the C loop it reads 0.05-0.3 us per call above IMB
+    up to 2 KiB, with the Python loop 0.1-0.8 us, depending on the machine's speed
+    (docs/kernel-fidelity.md)."""
 
     name = "mpi4py"
 
