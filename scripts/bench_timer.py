@@ -9,6 +9,11 @@ timer's median t_max per size, its per-size ratio to the untuned stack of the sa
 each configuration's weighted speedup over the untuned stack (sizes weighted uniformly; the
 median over rounds of exp(-mean log ratio)) with its distance from IMB's in pp.
 
+Since the kernel itself times blocking collectives with that loop in C (autotune/benchmarks/
+_c_loops.py), its column reads like the third; `AUTOTUNE_MPICC=/bin/false` in the environment
+makes the kernel fall back to its Python loop, which is what the figures in
+docs/kernel-fidelity.md compared.
+
 Launches use argv lists (no shell), 2 ranks on this machine, Open MPI's mpirun.
 
     .venv/bin/python scripts/bench_timer.py --imb-dir DIR --rounds 8
