@@ -1,5 +1,5 @@
 """Runs under mpirun for scripts/bench_timer.py: times allreduce per size with the C loop of
-scripts/timed_loop.c (loaded with ctypes) from inside a Python process, as the mpi4py kernel
+autotune/benchmarks/timed_loops.c (loaded with ctypes) from inside a Python process, as the mpi4py kernel
 would, and prints one line `TIMED {size: t_max_us}` on rank 0."""
 
 import ctypes
@@ -11,7 +11,7 @@ from mpi4py import MPI
 
 
 def main(library: str, sizes: list[int], time_per_size: float) -> None:
-    loop = ctypes.CDLL(library).time_allreduce
+    loop = ctypes.CDLL(library).timed_allreduce
     loop.restype = ctypes.c_double
     loop.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
                      ctypes.c_int, ctypes.c_int]

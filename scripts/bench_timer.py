@@ -3,9 +3,9 @@
 
 The same allreduce timed three ways in interleaved rounds, for the untuned stack and a few
 configurations: IMB-MPI1; the project's mpi4py kernel; and IMB's loop compiled in C
-(scripts/timed_loop.c, built here with mpicc) called through ctypes from a Python process under
-mpirun, with the kernel's warm-up and time per size (scripts/_timed_loop_worker.py). Printed: each
-timer's median t_max per size, its per-size ratio to the untuned stack of the same round, and
+(autotune/benchmarks/timed_loops.c, the kernel's own, built here with mpicc) called through
+ctypes from a Python process under mpirun, with the kernel's warm-up and time per size
+(scripts/_timed_loop_worker.py). Printed: each timer's median t_max per size, its per-size ratio to the untuned stack of the same round, and
 each configuration's weighted speedup over the untuned stack (sizes weighted uniformly; the
 median over rounds of exp(-mean log ratio)) with its distance from IMB's in pp.
 
@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "autotune" / "benchmarks" / "mpi4py_kernel.py"
 WORKER = ROOT / "scripts" / "_timed_loop_worker.py"
-SOURCE = ROOT / "scripts" / "timed_loop.c"
+SOURCE = ROOT / "autotune" / "benchmarks" / "timed_loops.c"
 MPIRUN = ["mpirun", "--allow-run-as-root", "-np", "2"]
 UNTUNED = "untuned"
 CONFIGS = {  # name: MCA parameters (alg N: coll_tuned's allreduce algorithm N)
