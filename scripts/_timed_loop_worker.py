@@ -6,8 +6,11 @@ import ctypes
 import json
 import sys
 
+import mpi4py
 import numpy as np
-from mpi4py import MPI
+
+mpi4py.rc.thread_level = "single"  # as the kernel (and IMB's MPI_Init) start MPI
+from mpi4py import MPI  # noqa: E402
 
 
 def main(library: str, sizes: list[int], time_per_size: float) -> None:

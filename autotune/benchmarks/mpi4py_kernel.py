@@ -24,7 +24,9 @@ Fidelity (docs/kernel-fidelity.md). A blocking collective is timed by IMB's loop
 (`_c_loops`, built with the MPI's compiler wrapper and cached), called once per batch: no
 interpreter work between calls (``overhead`` record: ``timer`` "c"). Without a wrapper, or when
 the build fails, the loop runs in Python (``timer`` "python", ``timer_note`` says why), which
-reads small-size ratios squeezed towards 1. That loop does no Python work per call beyond the call
+reads small-size ratios squeezed towards 1. MPI starts with a single thread, as IMB's MPI_Init
+does (mpi4py asks for MPI_THREAD_MULTIPLE by default, whose locking cost 0.2-0.4 us a call here;
+the start record's ``thread_level`` says which level ran). That loop does no Python work per call beyond the call
 and two clock reads: the bound method and the buffer specifications are prepared once and held
 in fast locals (`timed`). What Python adds to each call is measured once per launch with the
 same timed loop around the same call on MPI.COMM_SELF with empty buffers (mpi4py's argument
@@ -91,7 +93,15 @@ def die_with_launcher() -> None:
 if __name__ == "__main__":  # before MPI starts (at import of mpi4py's MPI); not in a test process
     die_with_launcher()
 
+import mpi4py  # noqa: E402
 import numpy as np  # noqa: E402
+
+# Initialise MPI as IMB does (MPI_Init: a single thread), not at mpi4py's default MPI_THREAD_MULTIPLE:
+# under it Open MPI locks its progress path and UCX its worker on every call, which added 0.2-0.4 us
+# to each call at small sizes here and squeezed small-size ratios towards 1 (docs/kernel-fidelity.md).
+# MPI4PY_RC_THREAD_LEVEL in the environment still overrides it (mpi4py's rule); the start record says
+# which level the run had.
+mpi4py.rc.thread_level = "single"
 from mpi4py import MPI  # noqa: E402
 
 from autotune.collectives import (ALL_COLLECTIVES, blocking_of, buffer_counts, is_nonblocking,
@@ -99,6 +109,8 @@ from autotune.collectives import (ALL_COLLECTIVES, blocking_of, buffer_counts, i
 from autotune.benchmarks._c_loops import CLoops
 from autotune.benchmarks._mpi4py import PREFIX
 
+THREAD_LEVELS = {MPI.THREAD_SINGLE: "single", MPI.THREAD_FUNNELED: "funneled",
+                 MPI.THREAD_SERIALIZED: "serialized", MPI.THREAD_MULTIPLE: "multiple"}
 CORRUPT_VARIABLES = ("AUTOTUNE_TEST_CORRUPT_RANK", "OMPI_MCA_mpi_autotune_test_corrupt_rank")
 POISON_VARIABLES = ("AUTOTUNE_TEST_POISON_RECORD", "OMPI_MCA_mpi_autotune_test_poison_record")
 WARMUP_FRACTION = 0.25  # of the repetitions, at least MIN_WARMUP calls, at most the repetitions
@@ -528,7 +540,7 @@ def start_record(comm: MPI.Comm, collective: str) -> dict:
     hosts = comm.gather(socket.gethostname(), root=0)
     return {"kind": "start", "time": time.time(), "ranks": comm.Get_size(),
             "collective": collective, "hosts": list(dict.fromkeys(hosts or [])),
-            "rank_hosts": hosts,
+            "rank_hosts": hosts, "thread_level": THREAD_LEVELS.get(MPI.Query_thread(), "unknown"),
             "mpi_library": MPI.Get_library_version().replace("\x00", "").splitlines()[0].strip()}
 
 
