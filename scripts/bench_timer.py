@@ -14,6 +14,9 @@ _c_loops.py), its column reads like the third; `AUTOTUNE_MPICC=/bin/false` in th
 makes the kernel fall back to its Python loop, which is what the figures in
 docs/kernel-fidelity.md compared.
 
+"kernel MT" is the kernel with MPI started at mpi4py's default thread level (MPI_THREAD_MULTIPLE),
+as it ran before commit 08a9e7f: the locking that level brings costs every call a little.
+
 Launches use argv lists (no shell), 2 ranks on this machine, Open MPI's mpirun.
 
     .venv/bin/python scripts/bench_timer.py --imb-dir DIR --rounds 8
@@ -46,7 +49,10 @@ CONFIGS = {  # name: MCA parameters (alg N: coll_tuned's allreduce algorithm N)
                               "coll_tuned_allreduce_algorithm": "3"},
     "pml ucx": {"pml": "ucx", "pml_ucx_devices": "any", "pml_ucx_tls": "any"},
 }
-TIMERS = ("IMB", "kernel", "C loop")
+TIMERS = ("IMB", "kernel", "kernel MT", "C loop")
+# "kernel MT": the kernel with MPI started at mpi4py's default MPI_THREAD_MULTIPLE, as it was before
+# commit 08a9e7f (mpi4py reads MPI4PY_RC_THREAD_LEVEL over the kernel's own choice)
+MULTIPLE = ["-x", "MPI4PY_RC_THREAD_LEVEL=multiple"]
 
 
 def mca_args(params: dict[str, str]) -> list[str]:
@@ -72,8 +78,9 @@ def imb(params: dict[str, str], args: argparse.Namespace) -> dict[int, float]:
     return times
 
 
-def kernel(params: dict[str, str], args: argparse.Namespace) -> dict[int, float]:
-    out = run([*MPIRUN, *mca_args(params), sys.executable, str(KERNEL), "--collective",
+def kernel(params: dict[str, str], args: argparse.Namespace,
+           extra: tuple[str, ...] = ()) -> dict[int, float]:
+    out = run([*MPIRUN, *extra, *mca_args(params), sys.executable, str(KERNEL), "--collective",
                "allreduce", "--sizes", ",".join(map(str, args.sizes)),
                "--time-per-size", str(args.time_per_size)])
     records = (json.loads(line.removeprefix("AUTOTUNE ")) for line in out.splitlines()
@@ -105,7 +112,8 @@ def main() -> int:
         args.msglen.write_text("".join(f"{s}\n" for s in args.sizes))
         subprocess.run(["mpicc", "-O2", "-shared", "-fPIC", "-o", str(args.library), str(SOURCE)],
                        check=True)
-        timers = {"IMB": imb, "kernel": kernel, "C loop": c_loop}
+        timers = {"IMB": imb, "kernel": kernel, "C loop": c_loop,
+                  "kernel MT": lambda params, args: kernel(params, args, tuple(MULTIPLE))}
         data: dict[tuple[str, str], list[dict[int, float]]] = {
             (t, c): [] for t in TIMERS for c in CONFIGS}
         rng = random.Random(args.seed)
@@ -122,10 +130,10 @@ def main() -> int:
 def report(data: dict[tuple[str, str], list[dict[int, float]]], sizes: list[int],
            rounds: int) -> None:
     print(f"allreduce, 2 ranks, {rounds} rounds; median t_max us per size")
-    print(f"{'size':>8}  " + "  ".join(f"{f'{c} {t}':>16}" for c in CONFIGS for t in TIMERS))
+    print(f"{'size':>8}  " + "  ".join(f"{f'{c} {t}':>18}" for c in CONFIGS for t in TIMERS))
     for size in sizes:
         print(f"{size:>8}  " + "  ".join(
-            f"{statistics.median(r[size] for r in data[(t, c)]):>16.2f}"
+            f"{statistics.median(r[size] for r in data[(t, c)]):>18.2f}"
             for c in CONFIGS for t in TIMERS))
     print("per-size ratio to the untuned stack of the same round (median over rounds)")
     for config in CONFIGS:
