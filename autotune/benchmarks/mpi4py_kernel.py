@@ -25,9 +25,9 @@ Fidelity (docs/kernel-fidelity.md). A blocking collective is timed by IMB's loop
 interpreter work between calls (``overhead`` record: ``timer`` "c"). Without a wrapper, or when
 the build fails, the loop runs in Python (``timer`` "python", ``timer_note`` says why), which
 reads small-size ratios squeezed towards 1. MPI starts with a single thread, as IMB's MPI_Init
-does (mpi4py asks for MPI_THREAD_MULTIPLE by default, whose locking cost 0.2-0.4 us a call here;
-the start record's ``thread_level`` says which level ran). That loop does no Python work per call beyond the call
-and two clock reads: the bound method and the buffer specifications are prepared once and held
+does (mpi4py asks for MPI_THREAD_MULTIPLE by default, whose locking cost 0.2-0.5 us a call here;
+the start record's ``thread_level`` says which level ran). The Python loop does no Python work
+per call beyond the call and two clock reads: the bound method and the buffer specifications are prepared once and held
 in fast locals (`timed`). What Python adds to each call is measured once per launch with the
 same timed loop around the same call on MPI.COMM_SELF with empty buffers (mpi4py's argument
 processing, the clock reads, MPI's entry checks and its return for a count of 0: about 0.3 us
@@ -97,8 +97,9 @@ import mpi4py  # noqa: E402
 import numpy as np  # noqa: E402
 
 # Initialise MPI as IMB does (MPI_Init: a single thread), not at mpi4py's default MPI_THREAD_MULTIPLE:
-# under it Open MPI locks its progress path and UCX its worker on every call, which added 0.2-0.4 us
-# to each call at small sizes here and squeezed small-size ratios towards 1 (docs/kernel-fidelity.md).
+# under it Open MPI makes its progress and request paths (and UCX's worker) thread-safe, which added
+# 0.2-0.5 us to each call at small sizes here and squeezed small-size ratios towards 1
+# (docs/kernel-fidelity.md).
 # MPI4PY_RC_THREAD_LEVEL in the environment still overrides it (mpi4py's rule); the start record says
 # which level the run had.
 mpi4py.rc.thread_level = "single"
