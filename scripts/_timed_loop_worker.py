@@ -1,6 +1,6 @@
 """Runs under mpirun for scripts/bench_timer.py: times allreduce per size with the C loop of
-autotune/benchmarks/timed_loops.c (loaded with ctypes) from inside a Python process, as the mpi4py kernel
-would, and prints one line `TIMED {size: t_max_us}` on rank 0."""
+autotune/benchmarks/timed_loops.c (loaded with ctypes) from inside a Python process, as the
+mpi4py kernel would, and prints one line `TIMED {size: t_max_us}` on rank 0."""
 
 import ctypes
 import json

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Benchmark (not a test): is the mpi4py kernel's distance from IMB-MPI1 its Python timing loop?
 
-The same allreduce timed three ways in interleaved rounds, for the untuned stack and a few
-configurations: IMB-MPI1; the project's mpi4py kernel; and IMB's loop compiled in C
-(autotune/benchmarks/timed_loops.c, the kernel's own, built here with mpicc) called through
-ctypes from a Python process under mpirun, with the kernel's warm-up and time per size
-(scripts/_timed_loop_worker.py). Printed: each timer's median t_max per size, its per-size ratio to the untuned stack of the same round, and
+The same allreduce timed four ways in interleaved rounds, for the untuned stack and a few
+configurations: IMB-MPI1; the project's mpi4py kernel; the kernel at mpi4py's default thread
+level ("kernel MT", below); and IMB's loop compiled in C (autotune/benchmarks/timed_loops.c, the
+kernel's own, built here with mpicc) called through ctypes from a Python process under mpirun,
+with the kernel's warm-up and time per size (scripts/_timed_loop_worker.py). Printed: each
+timer's median t_max per size, its per-size ratio to the untuned stack of the same round, and
 each configuration's weighted speedup over the untuned stack (sizes weighted uniformly; the
 median over rounds of exp(-mean log ratio)) with its distance from IMB's in pp.
 
@@ -52,7 +53,7 @@ CONFIGS = {  # name: MCA parameters (alg N: coll_tuned's allreduce algorithm N)
 TIMERS = ("IMB", "kernel", "kernel MT", "C loop")
 # "kernel MT": the kernel with MPI started at mpi4py's default MPI_THREAD_MULTIPLE, as it was before
 # commit 08a9e7f (mpi4py reads MPI4PY_RC_THREAD_LEVEL over the kernel's own choice)
-MULTIPLE = ["-x", "MPI4PY_RC_THREAD_LEVEL=multiple"]
+MULTIPLE = ("-x", "MPI4PY_RC_THREAD_LEVEL=multiple")
 
 
 def mca_args(params: dict[str, str]) -> list[str]:
@@ -113,7 +114,7 @@ def main() -> int:
         subprocess.run(["mpicc", "-O2", "-shared", "-fPIC", "-o", str(args.library), str(SOURCE)],
                        check=True)
         timers = {"IMB": imb, "kernel": kernel, "C loop": c_loop,
-                  "kernel MT": lambda params, args: kernel(params, args, tuple(MULTIPLE))}
+                  "kernel MT": lambda params, args: kernel(params, args, MULTIPLE)}
         data: dict[tuple[str, str], list[dict[int, float]]] = {
             (t, c): [] for t in TIMERS for c in CONFIGS}
         rng = random.Random(args.seed)

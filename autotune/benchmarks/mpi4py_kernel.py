@@ -27,11 +27,11 @@ the build fails, the loop runs in Python (``timer`` "python", ``timer_note`` say
 reads small-size ratios squeezed towards 1. MPI starts with a single thread, as IMB's MPI_Init
 does (mpi4py asks for MPI_THREAD_MULTIPLE by default, whose locking cost 0.2-0.5 us a call here;
 the start record's ``thread_level`` says which level ran). The Python loop does no Python work
-per call beyond the call and two clock reads: the bound method and the buffer specifications are prepared once and held
-in fast locals (`timed`). What Python adds to each call is measured once per launch with the
-same timed loop around the same call on MPI.COMM_SELF with empty buffers (mpi4py's argument
-processing, the clock reads, MPI's entry checks and its return for a count of 0: about 0.3 us
-here) and subtracted from every time per call (``overhead`` record, `self_call_us`; `loop_us`
+per call beyond the call and two clock reads: the bound method and the buffer specifications
+are prepared once and held in fast locals (`timed`). What Python adds to each call is measured
+once per launch with the same timed loop around the same call on MPI.COMM_SELF with empty
+buffers (mpi4py's argument processing, the clock reads, MPI's entry checks and its return for
+a count of 0: about 0.3 us here) and subtracted from every time per call (``overhead`` record, `self_call_us`; `loop_us`
 is the same loop around a no-op function, for comparison). Without it, a configuration 20%
 faster in IMB at 8 B read about 12% faster in the kernel. Large sizes: buffers are touched before use, the warm-up is a
 quarter of the repetitions (at least 10 calls, at most all of them), and buffers are reused as IMB does without
@@ -96,12 +96,11 @@ if __name__ == "__main__":  # before MPI starts (at import of mpi4py's MPI); not
 import mpi4py  # noqa: E402
 import numpy as np  # noqa: E402
 
-# Initialise MPI as IMB does (MPI_Init: a single thread), not at mpi4py's default MPI_THREAD_MULTIPLE:
-# under it Open MPI makes its progress and request paths (and UCX's worker) thread-safe, which added
-# 0.2-0.5 us to each call at small sizes here and squeezed small-size ratios towards 1
-# (docs/kernel-fidelity.md).
-# MPI4PY_RC_THREAD_LEVEL in the environment still overrides it (mpi4py's rule); the start record says
-# which level the run had.
+# Initialise MPI as IMB does (MPI_Init: a single thread), not at mpi4py's default
+# MPI_THREAD_MULTIPLE: under it Open MPI makes its progress and request paths (and UCX's worker)
+# thread-safe, which added 0.2-0.5 us to each call at small sizes here and squeezed small-size
+# ratios towards 1 (docs/kernel-fidelity.md). MPI4PY_RC_THREAD_LEVEL in the environment still
+# overrides it (mpi4py's rule); the start record says which level the run had.
 mpi4py.rc.thread_level = "single"
 from mpi4py import MPI  # noqa: E402
 
