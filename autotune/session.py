@@ -215,15 +215,34 @@ def study_identity(options: StartOptions) -> tuple[str, str]:
 
 
 FINGERPRINT_STRICT = ("cpu_model", "mpi", "ucx")  # a change makes earlier scores incomparable
+METHOD_KEY = "benchmark_method"  # likewise; absent from studies begun before it was recorded
 
 
 def fingerprint_of(caps: Capabilities, host: HostInfo, config: StudyConfig,
-                   pool: NodePool) -> dict[str, Any]:
+                   pool: NodePool, benchmark: Benchmark) -> dict[str, Any]:
     """What a study's scores depend on; `hosts` and `node_names` are every node trials may use."""
     return {"nodes": config.nodes, "ppn": config.ppn, "collective": config.collective,
             "space": config.space, "cpu_model": host.cpu_model, "mpi": caps.mpi,
             "ucx": caps.ucx_version, "nps": caps.numa.nps, "hosts": list(pool.hosts()),
-            "node_names": list(pool.host_names())}
+            "node_names": list(pool.host_names()), METHOD_KEY: benchmark.method}
+
+
+def check_comparable(name: str, earlier: dict[str, Any], now: dict[str, Any]) -> None:
+    """InputError when a stored study's scores cannot be compared with a run here: another
+    machine (CPU, MPI, UCX), or another method of the benchmark (a study begun by an autotune
+    whose kernel timed differently records none: its scores would mix two readings)."""
+    changed = [k for k in FINGERPRINT_STRICT if earlier.get(k) != now.get(k)]
+    if changed:
+        shown = "; ".join(f"{k}: {earlier.get(k)!r} then, {now.get(k)!r} now" for k in changed)
+        raise InputError(f"study {name!r} ran on a different machine ({shown}); its scores are not "
+                         "comparable with runs here. --new-study starts a fresh study, --force "
+                         "continues anyway")
+    then, method = earlier.get(METHOD_KEY, ""), now.get(METHOD_KEY, "")
+    if then != method:
+        shown = f"{then!r} then" if then else "none recorded then, by an earlier autotune"
+        raise InputError(f"study {name!r} was measured with another method of its benchmark "
+                         f"({shown}; {method!r} now); its scores are not comparable with runs "
+                         "here. --new-study starts a fresh study, --force continues anyway")
 
 
 def benchmark_of(options: StartOptions) -> Benchmark:
@@ -417,15 +436,10 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
                               f"{_short(getattr(config, k))}" for k in diff[:2])
             raise InputError(f"study {name!r} was created with different {', '.join(diff)} "
                              f"({shown}); use --study NAME for a new study")
-    fingerprint = fingerprint_of(caps, host, config, pool)
+    fingerprint = fingerprint_of(caps, host, config, pool, benchmark)
     earlier = study.user_attrs.get(FINGERPRINT_ATTR)
     if earlier and not options.force:
-        changed = [k for k in FINGERPRINT_STRICT if earlier.get(k) != fingerprint.get(k)]
-        if changed:
-            shown = "; ".join(f"{k}: {earlier.get(k)!r} then, {fingerprint.get(k)!r} now" for k in changed)
-            raise InputError(f"study {name!r} ran on a different machine ({shown}); its scores are not "
-                             "comparable with runs here. --new-study starts a fresh study, --force "
-                             "continues anyway")
+        check_comparable(name, earlier, fingerprint)
     study.set_user_attr(FINGERPRINT_ATTR, fingerprint)
     recovered = recover_abandoned(study)
     measurer = Measurer(plan, None, benchmark, oversubscribe=options.oversubscribe)  # per group

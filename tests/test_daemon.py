@@ -176,6 +176,26 @@ def test_changed_machine_refuses_and_force_or_new_study_go_on(tmp_path):
     assert forced.returncode == 0
 
 
+def test_a_study_measured_by_an_earlier_kernel_method_is_not_resumed_unasked(tmp_path):
+    """A study begun by an autotune whose kernel timed differently (no method in its
+    fingerprint, as before it was recorded) is refused, not silently mixed; --force goes on."""
+    first = launch(tmp_path, *FAST, "--trials", "1")
+    first.communicate(timeout=300)
+    study = load(tmp_path)
+    fingerprint = dict(study.user_attrs["autotune.fingerprint"])
+    assert "mpi4py kernel" in fingerprint.pop("benchmark_method")
+    study.set_user_attr("autotune.fingerprint", fingerprint)
+    refused = launch(tmp_path, *FAST, "--trials", "1")
+    out, _ = refused.communicate(timeout=300)
+    assert refused.returncode == 2, out
+    assert "another method of its benchmark" in out and "--force" in out, out
+    assert "mpi4py kernel" in out
+    forced = launch(tmp_path, *FAST, "--trials", "2", "--force")
+    out, _ = forced.communicate(timeout=300)
+    assert forced.returncode == 0, out[-2000:]
+    assert "mpi4py kernel" in load(tmp_path).user_attrs["autotune.fingerprint"]["benchmark_method"]
+
+
 def test_two_hundred_consecutive_failures(tmp_path, monkeypatch):
     """Every candidate fails (segfault, MPI abort, garbage, flood, truncated, bad numbers, init
     error, hang); the study keeps going, classifies each, and leaks neither processes nor fds."""

@@ -108,6 +108,9 @@ class Benchmark(ABC):
 
     name: str = ""
     sized: bool = True  # times message sizes (an application gives one value per launch)
+    # How it times, where that changed between releases of autotune; in a study's fingerprint,
+    # so that a study is not resumed with another method (its scores would mix two readings).
+    method: str = ""
 
     @abstractmethod
     def program(self, request: BenchmarkRequest) -> tuple[str, ...]:

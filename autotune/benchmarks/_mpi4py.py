@@ -250,11 +250,14 @@ class Mpi4pyBenchmark(Benchmark):
     a check of each size's result (a wrong one fails the launch: `wrong-result`); for a
     non-blocking collective IMB-NBC's t_pure, t_CPU, t_ovrl and overlap too. Blocking
     collectives are timed by IMB's loop in C where the MPI's compiler wrapper builds it
-    (`_c_loops`), else by a Python loop; with the C loop it reads 0.05-0.3 us per call above IMB
-    up to 2 KiB, with the Python loop 0.1-0.8 us, depending on the machine's speed
-    (docs/kernel-fidelity.md)."""
+    (`_c_loops`), else by a Python loop, with MPI started single-threaded as IMB starts it; with
+    the C loop it reads within 0.04 us per call of IMB up to 2 KiB on the project's VM, with the
+    Python loop 0.1-0.8 us above (docs/kernel-fidelity.md)."""
 
     name = "mpi4py"
+    # 1: Python loop at MPI_THREAD_MULTIPLE; 2: IMB's loop in C (7f54c68), still MULTIPLE;
+    # 3: MPI single-threaded (08a9e7f): each changed what a call reads by 0.1-0.5 us
+    method = "mpi4py kernel 3 (IMB's loop in C, MPI single-threaded)"
 
     def __init__(self, python: str | None = None) -> None:
         self.python = python
