@@ -7,8 +7,8 @@ level ("kernel MT", below); IMB's loop compiled in C (autotune/benchmarks/timed_
 kernel's own, built here with mpicc) called through ctypes from a Python process under mpirun,
 with the kernel's warm-up and time per size (scripts/_timed_loop_worker.py, "C loop"); and the
 same loop with the same method driven from a C program with malloc'd buffers
-(scripts/_timed_loop_main.c, "C program"): what is left between it and IMB is neither Python
-nor the loop. `--timers` picks some of them (IMB always runs). Printed: each
+(scripts/_timed_loop_main.c, "C program"), which tells what Python adds from what any program
+timing the same calls reads. `--timers` picks some of them (IMB always runs). Printed: each
 timer's median t_max per size, its per-size ratio to the untuned stack of the same round, and
 each configuration's weighted speedup over the untuned stack (sizes weighted uniformly; the
 median over rounds of exp(-mean log ratio)) with its distance from IMB's in pp.
