@@ -132,12 +132,29 @@ def test_sigterm_during_a_trial(tmp_path, job_left, code):
     assert rerun and rerun[0].state.is_finished() and rerun[0].params == interrupted[0].params
 
 
+def running_trial_seen(home, timeout: float = 120.0) -> bool:
+    """Whether a trial of the study is running within `timeout` (polled from its storage)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if load(home).get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+                return True
+        except KeyError:
+            pass  # the study is not created yet
+        time.sleep(0.2)
+    return False
+
+
 def test_twenty_sigkills_at_random_points(tmp_path):
     rng = random.Random(20261122)
     log = open(tmp_path / "out.log", "w")
     for kill in range(20):
         proc = launch(tmp_path, *FAST, "--trials", "50", "--seed", str(kill), out=log)
-        time.sleep(rng.uniform(0.3, 5.0))
+        if kill < 15:
+            time.sleep(rng.uniform(0.3, 5.0))
+        else:  # the last kills inside a trial: in a slow hour every start took over 5 s
+            assert running_trial_seen(tmp_path), f"no trial ran before kill {kill}"
+            time.sleep(rng.uniform(0.0, 1.0))
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         assert wait_no_leftovers(home=tmp_path) == [], f"after kill {kill}"
