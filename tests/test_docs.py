@@ -21,6 +21,7 @@ OTHER_PROGRAMS_OPTIONS = {
     "--mca", "--map-by", "--bind-to", "--signal", "--mpi", "--export", "--requeue", "--time",
     "--resources", "--no-binary", "--target", "--no-cache-dir", "--test", "--mpich", "-np",
     "-msglog", "-msglen", "-npmin", "-iter", "-sync", "-mem", "-off_cache", "-l", "--oversubscribe",
+    "-warm_up", "-imb_barrier", "-zero_size", "-iter_policy",
     "-n", "-ppn", "-hosts", "-genv", "-N", "--nodes", "--ntasks-per-node", "-x", "--host",
     "--hostfile", "-c", "-m", "-k", "-q", "--rank-by", "--report-bindings", "--core-spec",
     "--distribution", "--cpu-bind", "--hint", "--env",
