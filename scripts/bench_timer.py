@@ -93,18 +93,22 @@ def kernel(params: dict[str, str], args: argparse.Namespace,
     return {r["size"]: r["t_max_us"] for r in records if r.get("kind") == "size"}
 
 
+def parse_timed(out: str) -> dict[int, float]:
+    """The `TIMED {size: t_max_us}` line the C loop's drivers print on rank 0."""
+    line = next(line for line in out.splitlines() if line.startswith("TIMED "))
+    return {int(size): t for size, t in json.loads(line.removeprefix("TIMED ")).items()}
+
+
 def c_loop(params: dict[str, str], args: argparse.Namespace) -> dict[int, float]:
     out = run([*MPIRUN, *mca_args(params), sys.executable, str(WORKER), str(args.library),
                ",".join(map(str, args.sizes)), str(args.time_per_size)])
-    line = next(line for line in out.splitlines() if line.startswith("TIMED "))
-    return {int(size): t for size, t in json.loads(line.removeprefix("TIMED ")).items()}
+    return parse_timed(out)
 
 
 def c_program(params: dict[str, str], args: argparse.Namespace) -> dict[int, float]:
     out = run([*MPIRUN, *mca_args(params), str(args.program), ",".join(map(str, args.sizes)),
                str(args.time_per_size)])
-    line = next(line for line in out.splitlines() if line.startswith("TIMED "))
-    return {int(size): t for size, t in json.loads(line.removeprefix("TIMED ")).items()}
+    return parse_timed(out)
 
 
 def main() -> int:
@@ -117,8 +121,9 @@ def main() -> int:
     parser.add_argument("--timers", default=",".join(TIMERS[1:]),
                         help=f"comma-separated, of {', '.join(TIMERS[1:])} (IMB always runs)")
     args = parser.parse_args()
-    chosen = ["IMB", *(t for t in TIMERS[1:] if t in args.timers.split(","))]
-    unknown = set(args.timers.split(",")) - set(TIMERS)
+    asked = set(args.timers.split(","))
+    chosen = ["IMB", *(t for t in TIMERS[1:] if t in asked)]
+    unknown = asked - set(TIMERS)
     if unknown:
         parser.error(f"--timers: unknown {', '.join(sorted(unknown))}; choose of {TIMERS[1:]}")
     args.sizes = [int(s) for s in args.sizes.split(",")]
