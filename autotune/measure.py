@@ -24,6 +24,10 @@ from .space import LaunchSettings
 
 TIMEOUT_FLOOR_SECONDS = 60.0
 SECONDS_PER_SIZE_ALLOWANCE = 3.0  # startup of large buffers and the minimum repetition count
+# the result checker's launch: its timings are another benchmark's and thrown away, so it times
+# each size as briefly as the kernel allows (its minimum repetitions)
+CHECK_TIME_PER_SIZE = 0.001
+RESULT_CHECK = "result-check"  # LaunchRecord.purpose of the checker's launch
 
 
 @dataclass(frozen=True)
@@ -92,9 +96,12 @@ class LaunchRecord:
     kernel_started: float | None = None  # unix time rank 0 began (after MPI_Init)
     inherited_env_dropped: list[str] = field(default_factory=list)
     nbc: dict[int, NbcTiming] = field(default_factory=dict)  # IMB-NBC columns per size
+    purpose: str = ""  # RESULT_CHECK: the checker's launch (no timings kept); "": a measurement
 
     def to_dict(self) -> dict[str, object]:
         data = asdict(self)
+        if not self.purpose:
+            del data["purpose"]  # a measurement is stored as it always was
         data["t_max_us"] = {str(k): v for k, v in self.t_max_us.items()}
         data["iters"] = {str(k): v for k, v in self.iters.items()}
         if self.nbc:  # stored with the launch (storage: TrialRecord.nbc_samples reads it)
@@ -121,18 +128,41 @@ class Measurer:
     (a real process with a deadline), or one injected for tests and recorded grids."""
 
     def __init__(self, plan: MeasurementPlan, launcher: Launcher | None, benchmark: Benchmark, *,
-                 oversubscribe: bool = False, executor: Executor | None = None) -> None:
+                 oversubscribe: bool = False, executor: Executor | None = None,
+                 checker: Benchmark | None = None) -> None:
         self.plan = plan
         self.launcher = launcher
         self.benchmark = benchmark
         self.oversubscribe = oversubscribe
         self.executor = executor
+        # checks the results of a configuration that `benchmark` (IMB) times without checking
+        self.checker = checker
 
     def on(self, group) -> "Measurer":
         """The same plan, launched on one node group (launch.NodeGroup); run by the injected
         executor if there is one, else by the group (which can cancel its launches)."""
         return Measurer(self.plan, group, self.benchmark, oversubscribe=self.oversubscribe,
-                        executor=self.executor or group.run)
+                        executor=self.executor or group.run, checker=self.checker)
+
+    def check_results(self, settings: LaunchSettings, seed: int, *,
+                      params: dict[str, Any] | None = None) -> LaunchRecord | None:
+        """One launch of the checker on the configuration, every size of the plan: a wrong
+        result fails it (`wrong-result`), as a launch of a benchmark that checks its own
+        results would. Its timings are not kept; None without a checker."""
+        if self.checker is None:
+            return None
+        checking = Measurer(replace(self.plan, time_per_size=CHECK_TIME_PER_SIZE), self.launcher,
+                            self.checker, oversubscribe=self.oversubscribe,
+                            executor=self.executor)
+        launch = PlannedLaunch(index=-1, block=-1, rep=0, sizes=tuple(sorted(self.plan.sizes)))
+        try:
+            record = checking.run_launch(settings, launch, seed, params=params)
+        except LaunchFailed as exc:
+            exc.record.purpose = RESULT_CHECK
+            raise
+        record.t_max_us, record.iters, record.nbc = {}, {}, {}
+        record.purpose = RESULT_CHECK
+        return record
 
     def request(self, launch: PlannedLaunch, seed: int) -> BenchmarkRequest:
         return BenchmarkRequest(collective=self.plan.collective, sizes=launch.sizes,

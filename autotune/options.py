@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .benchmarks import DEFAULT_BENCHMARK
+from .benchmarks import AUTO_BENCHMARK
 from .strategy import DEFAULT_STRATEGY
 
 DEFAULT_SPACE = "openmpi-ucx+openmpi-tuned"
@@ -51,7 +51,7 @@ class StartOptions:
     ray_resource: str = "mpi_node"
     ray_head_grace: float = 30.0  # seconds without the Ray head before the run stops
     strategy: str = DEFAULT_STRATEGY  # strategy.STRATEGIES
-    benchmark: str = DEFAULT_BENCHMARK  # benchmarks.BENCHMARKS
+    benchmark: str = AUTO_BENCHMARK  # auto, or one of benchmarks.BENCHMARKS
     imb_dir: str | None = None  # where IMB-MPI1 is (else PATH)
     imb_mem_gb: float | None = None  # IMB -mem (GB per process)
     imb_off_cache: str | None = None  # IMB -off_cache CACHE_SIZE[,CACHE_LINE_SIZE]

@@ -10,14 +10,14 @@ import os
 import re
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import optuna
 
-from .benchmarks import (APP_RUN, REDUCTION_ELEMENT_BYTES, REDUCTIONS, Benchmark,
-                         configured_benchmark)
+from .benchmarks import (APP_RUN, AUTO_BENCHMARK, REDUCTION_ELEMENT_BYTES, REDUCTIONS, Benchmark,
+                         Mpi4pyBenchmark, auto_benchmark, configured_benchmark, kind_of_stored)
 from .benchmarks import REGISTRY as BENCHMARK_KINDS
 from .checks import (check_cores, check_host_count, check_kernel_mpi, check_site_settings,
                      nbc_notes, probe_nodes, ucx_trial_params)
@@ -25,8 +25,8 @@ from .controller import Controller
 from .daemon import Owner, StudyLock
 from .errors import AutotuneError, InputError
 from .events import Events
-from .launch import (NodePool, check_site_mca, make_launcher, make_pool, pick_launcher,
-                     ranks_per_node, slurm_end_time)
+from .launch import (NodePool, check_site_mca, make_launcher, make_pool, mpi4py_for_mpich,
+                     pick_launcher, ranks_per_node, slurm_end_time)
 from .launch import check_launch_tool as _check_launch_tool
 from .measure import MeasurementPlan, Measurer, check_app_metric, check_ucx_live
 from .objective import check_objective, load_weights, normalize_weights, uniform_weights
@@ -245,6 +245,37 @@ def check_comparable(name: str, earlier: dict[str, Any], now: dict[str, Any]) ->
                          "here. --new-study starts a fresh study, --force continues anyway")
 
 
+def with_benchmark_chosen(options: StartOptions) -> StartOptions:
+    """`--benchmark auto` made concrete: what the study of this name was measured with where one
+    is stored (a resume keeps its benchmark; not with --new-study), else IMB where it is found,
+    else the kernel (benchmarks.auto_benchmark says why)."""
+    if options.benchmark != AUTO_BENCHMARK:
+        return options
+    stored = None if options.new_study else _stored_benchmark(options)
+    return replace(options, benchmark=stored or auto_benchmark(options, options.collective))
+
+
+def auto_note(name: str, benchmark: Benchmark, resumed: int) -> str:
+    """What `--benchmark auto` chose, and why, for the run's notes."""
+    if resumed:
+        return f"benchmark: {benchmark.describe()}, as this study began (--benchmark auto)"
+    if name == "imb":
+        return (f"benchmark: {benchmark.describe()} (--benchmark auto: IMB where it is found; "
+                "docs/kernel-fidelity.md says why)")
+    return (f"benchmark: the mpi4py kernel (--benchmark auto: IMB-MPI1 not found, "
+            f"{BENCHMARK_KINDS['imb'].where})")
+
+
+def _stored_benchmark(options: StartOptions) -> str | None:
+    name, url = study_identity(options)
+    storage = open_storage(url)
+    if name not in {s.study_name for s in optuna.get_all_study_summaries(storage,
+                                                                          include_best_trial=False)}:
+        return None
+    config = stored_config(optuna.load_study(study_name=name, storage=storage))
+    return kind_of_stored(config.benchmark) if config is not None else None
+
+
 def benchmark_of(options: StartOptions) -> Benchmark:
     """The configured benchmark, checked usable here (IMB found and executable, ...)."""
     benchmark = configured_benchmark(options.benchmark, options, collective=options.collective)
@@ -274,6 +305,7 @@ def preflight(options: StartOptions) -> Checked:
     site settings, the ranks per node here, the benchmark. A background `start` runs it before
     detaching, so bad input is one line at once (whatever fails later, once the run holds the
     study, is relayed as one line too); `prepare_session` starts from its result."""
+    options = with_benchmark_chosen(options)
     space = load_space(options.space)
     check_site_settings(options, space)
     sizes = (app_sizes(options) if options.benchmark == "app"
@@ -323,6 +355,8 @@ def verification_of(options: StartOptions) -> Any:
 
 
 def prepare_session(options: StartOptions) -> Session:
+    chosen_by = options.benchmark
+    options = with_benchmark_chosen(options)
     checked = preflight(options)
     space, chosen, benchmark, caps = checked.space, checked.sizes, checked.benchmark, checked.caps
     choice, why, ppn, name = checked.launcher, checked.why, checked.ppn, checked.name
@@ -359,6 +393,8 @@ def prepare_session(options: StartOptions) -> Session:
                                  ctx)).to_dict())
         session = _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx,
                                   resolved, config, name, lock, benchmark)
+        if chosen_by == AUTO_BENCHMARK:
+            notes.append(auto_note(options.benchmark, benchmark, session.resumed_trials))
         session.notes[:0] = notes
         session.verify_choice = checked.verify_choice
         if session.verify_choice is not None:
@@ -442,12 +478,16 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
         check_comparable(name, earlier, fingerprint)
     study.set_user_attr(FINGERPRINT_ATTR, fingerprint)
     recovered = recover_abandoned(study)
-    measurer = Measurer(plan, None, benchmark, oversubscribe=options.oversubscribe)  # per group
+    checker, checker_note = result_checker(benchmark, caps)
+    measurer = Measurer(plan, None, benchmark, oversubscribe=options.oversubscribe,
+                        checker=checker)  # per group
     session = Session(study=study, space=resolved.space, config=config, plan=plan,
                       measurer=measurer, pool=pool, strategy=strategy, host=host,
                       caps=caps, removed=resolved.removed, context_values=resolved.context_values,
                       space_name=space.name, resumed_trials=len(study.trials), recovered=recovered,
                       fingerprint=fingerprint, lock=lock)
+    if checker_note:
+        notes.append(checker_note)
     if recovered:
         notes.append(f"recovered trials {', '.join(map(str, recovered))} left running by a process "
                      "that died: marked failed, their parameters queued again")
@@ -486,6 +526,22 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
                                                   resolved.context_values, options.collective,
                                                   options.nodes, ppn)
     return session
+
+
+def result_checker(benchmark: Benchmark, caps: Capabilities) -> tuple[Benchmark | None, str]:
+    """The kernel, checking each configuration's results where the search's benchmark times
+    collectives without checking them (IMB-MPI1 checks nothing unless built with CHECK), and
+    the note that says so; (None, "") for a benchmark that checks its own or times no
+    collective (an application)."""
+    if benchmark.checks_results or not benchmark.sized:
+        return None, ""
+    if caps.mpi_family == "mpich" and mpi4py_for_mpich() is None:
+        return None, (f"results not checked: {benchmark.describe()} does not check them, and the "
+                      "mpi4py kernel that would needs mpi4py built against MPICH (bash "
+                      "scripts/install.sh --mpich)")
+    return Mpi4pyBenchmark(), (f"{benchmark.describe()} does not check results: one launch of "
+                               "the mpi4py kernel checks each configuration's (a wrong one fails "
+                               "the trial)")
 
 
 def job_end_margin(job_end: float) -> float:

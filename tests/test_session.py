@@ -1,8 +1,10 @@
-"""Which launcher `--launcher auto` picks, and why, from the options and the environment."""
+"""Which launcher `--launcher auto` and which benchmark `--benchmark auto` pick, and why, from
+the options, the environment and the stored study."""
+from dataclasses import replace
+
 import pytest
 
 from autotune.errors import InputError
-
 from autotune.session import StartOptions, pick_launcher, ranks_per_node
 
 
@@ -84,3 +86,37 @@ def test_the_job_end_margin_is_the_signal_lead_or_a_quarter_of_a_short_job(monke
     monkeypatch.setenv(JOB_END_MARGIN_ENV, "soon")
     with pytest.raises(InputError, match="AUTOTUNE_JOB_END_MARGIN='soon': expected seconds"):
         job_end_margin(now + 60)
+
+
+def test_auto_benchmark_is_imb_where_found_the_kernel_elsewhere_and_a_study_keeps_its_own(
+        tmp_path, monkeypatch):
+    import optuna
+
+    from autotune.session import with_benchmark_chosen
+    from autotune.storage import CONFIG_ATTR, StudyConfig
+    from tests.benchmarks.test_imb import IMB_DIR
+
+    monkeypatch.setenv("AUTOTUNE_HOME", str(tmp_path))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no IMB on it
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    given = StartOptions(collective="allreduce", ppn=2, storage=url, imb_dir=str(IMB_DIR))
+    assert with_benchmark_chosen(given).benchmark == "imb"
+    assert with_benchmark_chosen(StartOptions(collective="allreduce", ppn=2,
+                                              storage=url)).benchmark == "mpi4py"
+    assert with_benchmark_chosen(StartOptions(collective="iallreduce", ppn=2, storage=url,
+                                              imb_dir=str(IMB_DIR))).benchmark == "imb"
+    named = StartOptions(collective="allreduce", ppn=2, storage=url, imb_dir=str(IMB_DIR),
+                         benchmark="mpi4py")
+    assert with_benchmark_chosen(named).benchmark == "mpi4py"  # named: never changed
+    with pytest.raises(Exception, match="IMB-MPI1 not found"):  # a wrong folder is no fallback
+        with_benchmark_chosen(StartOptions(collective="allreduce", ppn=2, storage=url,
+                                           imb_dir=str(tmp_path)))
+    # a study measured by the kernel resumes with the kernel, though IMB is found now
+    study = optuna.create_study(study_name="allreduce-1n2p-openmpi-ucx+openmpi-tuned",
+                                storage=url)
+    study.set_user_attr(CONFIG_ATTR, StudyConfig(
+        collective="allreduce", nodes=1, ppn=2, space="openmpi-ucx+openmpi-tuned", sizes=(8,),
+        weights={8: 1.0}, repetitions=3, stages=1, time_per_size=0.01,
+        benchmark="mpi4py kernel").to_dict())
+    assert with_benchmark_chosen(given).benchmark == "mpi4py"
+    assert with_benchmark_chosen(replace(given, new_study=True)).benchmark == "imb"

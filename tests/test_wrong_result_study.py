@@ -6,6 +6,7 @@ import json
 import optuna
 import pytest
 
+from autotune.storage import CONFIG_ATTR
 from tests import cli_runner
 
 pytestmark = pytest.mark.mpi
@@ -77,3 +78,46 @@ def test_export_never_carries_it(study_run):
     assert exported["params"] == {KNOB: "unset"} and exported["mca"] == {}
     env_text = cli("export", "--format", "env").stdout
     assert "corrupt" not in env_text.lower().replace(f"{KNOB}=unset", "")
+
+
+def test_a_search_timed_by_imb_has_each_configuration_checked_by_the_kernel(tmp_path, mpirun):
+    """IMB-MPI1 checks no results: `--benchmark auto` picks it where found (here via --imb-dir),
+    and one kernel launch after each configuration's first checks its results."""
+    from tests.benchmarks.test_imb import IMB_DIR
+
+    (tmp_path / "space.yaml").write_text(SPACE + """\
+  - {name: coll_tuned_allreduce_algorithm, apply: mca, choices: [0, 3], default: 0,
+     implies: {coll_tuned_use_dynamic_rules: 1}}
+""")
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    run = cli_runner(tmp_path, tmp_path, storage)
+    started = run("start", "--collective", "allreduce", "--nodes", "1", "--ppn", "2",
+                  "--space", str(tmp_path / "space.yaml"), "--strategy", "grid", "--trials", "4",
+                  "--sizes", "8:1024",
+                  "--repetitions", "3", "--stages", "1", "--time-per-size", "0.002", "--seed", "1",
+                  "--confirm", "0", "--imb-dir", str(IMB_DIR), "--foreground", timeout=300,
+                  check=True)
+    assert "benchmark: IMB-MPI1 (" in started.stderr + started.stdout
+    study = optuna.load_study(study_name=STUDY, storage=storage)
+    assert study.user_attrs[CONFIG_ATTR]["benchmark"].startswith("IMB-MPI1 (")
+    by_params = {(t.params[KNOB], t.params["coll_tuned_allreduce_algorithm"]): t
+                 for t in study.trials}
+    default, corrupt, clean = by_params["unset", 0], by_params["1", 0], by_params["unset", 3]
+
+    def checks(trial):
+        return [la for la in trial.user_attrs["launches"] if la.get("purpose") == "result-check"]
+
+    # the untuned stack is the reference, not checked; a trial's first launch is IMB's
+    assert default.state == optuna.trial.TrialState.COMPLETE and not checks(default)
+    for trial in (corrupt, clean):
+        launches = trial.user_attrs["launches"]
+        assert str(IMB_DIR / "IMB-MPI1") in launches[0]["argv"]
+        assert len(checks(trial)) == 1 and "autotune.benchmarks.mpi4py_kernel" in " ".join(
+            checks(trial)[0]["argv"])
+        assert checks(trial)[0]["t_max_us"] == {}  # the kernel's timings are not scored
+    assert corrupt.state == optuna.trial.TrialState.FAIL
+    assert corrupt.user_attrs["fail_reason"] == "wrong-result"
+    assert "rank 1 element 0 is 4.0, expected 3.0" in corrupt.user_attrs["fail_detail"]
+    # a right result passes: the trial is scored on IMB's times (complete or pruned as it fares)
+    assert clean.state != optuna.trial.TrialState.FAIL and not checks(clean)[0]["failure"]
+    assert clean.user_attrs["raw_us"] and clean.user_attrs["launches"][0]["t_max_us"]

@@ -1,7 +1,8 @@
 """Benchmarks that time a collective under a launcher, and the parsers that read their output.
 
 One registry by name (`--benchmark`): the project's mpi4py kernel and IMB (IMB-MPI1, and IMB-NBC
-for the non-blocking collectives)."""
+for the non-blocking collectives), and the user's application. `start` picks by itself when not
+told (`auto`): IMB where it is found, else the kernel (`auto_benchmark`)."""
 
 from __future__ import annotations
 
@@ -19,12 +20,12 @@ from ._mpi4py import (KernelOverhead, Mpi4pyBenchmark, kernel_overhead, kernel_p
                       parse_kernel_output)
 from ._imb_output import ImbOutputError, ImbRow, ImbTable, MAX_CHARS, parse_imb_output
 
-__all__ = ["ALL_COLLECTIVES", "APP_RUN", "AppBenchmark", "BENCHMARKS", "COLLECTIVES", "DEFAULT_BENCHMARK", "MAX_CHARS",
+__all__ = ["ALL_COLLECTIVES", "APP_RUN", "AUTO_BENCHMARK", "AUTO_ORDER", "AppBenchmark", "BENCHMARKS", "COLLECTIVES", "DEFAULT_BENCHMARK", "MAX_CHARS",
            "IMB_DIR", "NBC_COLLECTIVES", "OPTION_FLAGS", "REDUCTION_ELEMENT_BYTES", "REDUCTIONS",
            "REGISTRY", "WRONG_RESULT", "Benchmark", "BenchmarkKind", "BenchmarkOutput",
            "BenchmarkRequest", "Buffers", "ImbOutputError", "ImbRow", "ImbTable",
            "KernelOverhead", "Mpi4pyBenchmark", "NbcTiming", "SizeTiming", "WrongResult",
-           "benchmark_help", "blocking_of", "partner_help", "buffer_counts", "configured_benchmark",
+           "auto_benchmark", "benchmark_help", "blocking_of", "find_benchmark", "partner_help", "buffer_counts", "configured_benchmark",
            "is_nonblocking", "kernel_overhead",
            "kernel_program", "kind_of_stored", "make_benchmark", "overlap_pct",
            "parse_imb_output", "parse_kernel_output"]
@@ -109,7 +110,13 @@ REGISTRY: dict[str, BenchmarkKind] = {k.name: k for k in (
                   internal=frozenset({"app_command"})),
 )}
 BENCHMARKS = tuple(REGISTRY)
-DEFAULT_BENCHMARK = BENCHMARKS[0]
+DEFAULT_BENCHMARK = BENCHMARKS[0]  # what older studies, which stored none, were measured with
+# `start`'s default: the first of AUTO_ORDER found here. IMB first because the search's benchmark
+# must read a configuration's gain as IMB-MPI1 reads it, and measured over 32 configurations
+# (docs/kernel-fidelity.md) a second IMB agrees with IMB within 3 pp for 30 of them in every
+# run, the kernel for 19-28 depending on the hour; the kernel wherever IMB is not installed.
+AUTO_BENCHMARK = "auto"
+AUTO_ORDER = ("imb", "mpi4py")
 OPTION_FLAGS = {spec.name: spec.flag for kind in REGISTRY.values() for spec in kind.cli_options}
 
 
@@ -124,9 +131,41 @@ def partner_help() -> str:
 
 
 def benchmark_help(only: Iterable[str] | None = None) -> str:
-    """Every benchmark (or those named in `only`) with its one phrase, for --benchmark."""
-    names = set(REGISTRY if only is None else only)
-    return "; ".join(f"{name}: {kind.summary}" for name, kind in REGISTRY.items() if name in names)
+    """Every benchmark and auto (or those named in `only`) with its one phrase, for
+    --benchmark."""
+    names = set((AUTO_BENCHMARK, *REGISTRY) if only is None else only)
+    auto = ([f"{AUTO_BENCHMARK}: {REGISTRY[AUTO_ORDER[0]].label} where it is found "
+             f"({REGISTRY[AUTO_ORDER[0]].where}), else {AUTO_ORDER[-1]}"]
+            if AUTO_BENCHMARK in names else [])
+    return "; ".join(auto + [f"{name}: {kind.summary}" for name, kind in REGISTRY.items()
+                             if name in names])
+
+
+def find_benchmark(name: str, located: object, collective: str | None) -> Benchmark | None:
+    """The benchmark `name`, checked usable here (from where `located` says it is installed,
+    e.g. --imb-dir, else PATH); None when it is not there, unless its location was given (a
+    wrong folder is an error, not a fallback)."""
+    from ..errors import EnvironmentProblem
+
+    given = REGISTRY[name].location(located)
+    bench = make_benchmark(name, collective=collective, **given)
+    try:
+        bench.check()
+    except EnvironmentProblem:
+        if given:
+            raise
+        return None
+    return bench
+
+
+def auto_benchmark(located: object, collective: str) -> str:
+    """`--benchmark auto`: the first of AUTO_ORDER that is installed here (IMB: --imb-dir or
+    PATH) and times `collective`."""
+    for name in AUTO_ORDER[:-1]:
+        bench = find_benchmark(name, located, collective)
+        if bench is not None and bench.times(collective):
+            return name
+    return AUTO_ORDER[-1]
 
 
 def kind_of_stored(described: str) -> str:

@@ -111,6 +111,9 @@ class Benchmark(ABC):
     # How it times, where that changed between releases of autotune; in a study's fingerprint,
     # so that a study is not resumed with another method (its scores would mix two readings).
     method: str = ""
+    # whether a launch checks the collective's result (a wrong one fails it: `wrong-result`);
+    # a search with one that does not has the kernel check each configuration (measure.py)
+    checks_results: bool = False
 
     @abstractmethod
     def program(self, request: BenchmarkRequest) -> tuple[str, ...]:
@@ -128,6 +131,10 @@ class Benchmark(ABC):
 
     def check(self) -> None:
         """Raise EnvironmentProblem when this benchmark cannot run here (before anything starts)."""
+
+    def times(self, collective: str) -> bool:
+        """Whether it has a benchmark of `collective`."""
+        return True
 
     def describe(self) -> str:
         return self.name

@@ -96,6 +96,9 @@ class ImbBenchmark(Benchmark):
     def describe(self) -> str:
         return f"{self.program_name} ({self.executable})"
 
+    def times(self, collective: str) -> bool:
+        return collective in IMB_NAMES and is_nonblocking(collective) == self.nbc
+
     def program(self, request: BenchmarkRequest) -> tuple[str, ...]:
         if request.collective not in IMB_NAMES or is_nonblocking(request.collective) != self.nbc:
             raise InputError(f"{self.program_name} has no benchmark for {request.collective}")

@@ -260,6 +260,7 @@ class Mpi4pyBenchmark(Benchmark):
     # (the release's method: a launch where mpicc cannot build the C loop times in Python and
     # says so in its `timer`, under the same method)
     method = "mpi4py kernel 3 (IMB's loop in C where mpicc builds it, MPI single-threaded)"
+    checks_results = True
 
     def __init__(self, python: str | None = None) -> None:
         self.python = python

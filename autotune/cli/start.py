@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from ..benchmarks import (ALL_COLLECTIVES, BENCHMARKS, DEFAULT_BENCHMARK, benchmark_help,
+from ..benchmarks import (ALL_COLLECTIVES, AUTO_BENCHMARK, BENCHMARKS, benchmark_help,
                           partner_help)
 from ..errors import AutotuneError, InputError
 from ..objective import OBJECTIVES
@@ -64,7 +64,8 @@ from .options import (
 @click.option("--strategy", type=click.Choice(STRATEGIES), default=DEFAULT_STRATEGY,
               show_default=True,
               help=f"how configurations are proposed: {strategy_help()}; docs/strategies.md")
-@click.option("--benchmark", type=click.Choice(BENCHMARKS), default=DEFAULT_BENCHMARK,
+@click.option("--benchmark", type=click.Choice((AUTO_BENCHMARK, *BENCHMARKS)),
+              default=AUTO_BENCHMARK,
               show_default=True, help=f"what times the collective: {benchmark_help()}")
 @click.option("--repetitions", type=click.IntRange(min=3), default=5, show_default=True,
               help="launches per size; the min and max are dropped (trimmed mean)")

@@ -95,6 +95,9 @@ class TrialLaunches:
             assert record is not None
             measured.records.append(record)
             measured.saw_kernel(record)
+            if planned.index == 0 and not measured.is_default and not self.results_checked(
+                    measured):
+                return
             placed.baseline.candidate_launched(planned.block, trial.number)
             self.events.launch_finished(record, len(planned_launches))
             for size in record.t_max_us:
@@ -113,6 +116,23 @@ class TrialLaunches:
             measured.overhead += time.perf_counter() - t0
             if verdict != "continue":
                 return
+
+
+    def results_checked(self, measured: TrialMeasurement) -> bool:
+        """Where the benchmark does not check results (IMB), the measurer's checker (the
+        kernel) checks the configuration's, once, after its first launch; False when that
+        failed the trial (a wrong result: never retried, never exported)."""
+        assert measured.settings is not None and measured.placed is not None
+        try:
+            record = measured.placed.measurer.check_results(measured.settings, self.seed_of(),
+                                                            params=measured.params)
+        except LaunchFailed as exc:
+            measured.records.append(exc.record)
+            measured.failure = exc
+            return False
+        if record is not None:
+            measured.records.append(record)
+        return True
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..benchmarks import REGISTRY as BENCHMARK_KINDS
-from ..benchmarks import Benchmark, kind_of_stored, make_benchmark
-from ..errors import EnvironmentProblem
+from ..benchmarks import Benchmark, find_benchmark, kind_of_stored, make_benchmark
 from ..storage import StudyConfig
 
 
@@ -22,21 +21,6 @@ class BenchmarkChoice:
     benchmark: Benchmark
     independent: bool  # not the benchmark the search used
     note: str = ""  # what the user should know about the choice
-
-
-def _found(name: str, located: object, collective: str | None) -> Benchmark | None:
-    """The benchmark `name`, checked usable here (from where `located` says it is installed,
-    e.g. --imb-dir, else PATH); None when it is not there, unless its location was given (a
-    wrong folder is an error, not a fallback)."""
-    given = BENCHMARK_KINDS[name].location(located)
-    bench = make_benchmark(name, collective=collective, **given)
-    try:
-        bench.check()
-    except EnvironmentProblem:
-        if given:
-            raise
-        return None
-    return bench
 
 
 def missing_partner(search: str) -> str:
@@ -60,7 +44,7 @@ def choose_benchmark(search: str, requested: str | None = None, located: object 
         note = (f"the search used {bench.describe()} too: this check is not independent"
                 if same else "")
         return BenchmarkChoice(bench, not same, note)
-    found = _found(BENCHMARK_KINDS[search].partner, located, collective)
+    found = find_benchmark(BENCHMARK_KINDS[search].partner, located, collective)
     if found is not None:
         return BenchmarkChoice(found, True)
     if not allow_same:

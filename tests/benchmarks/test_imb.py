@@ -99,7 +99,12 @@ def test_real_study_with_imb_stores_imb_t_max(autotune_cli, tmp_path):
     complete = [t for t in study.trials if t.user_attrs.get("raw_us")]
     assert complete and complete[0].user_attrs["is_default"]
     for trial in complete:
-        for launch in trial.user_attrs["launches"]:
+        measuring = [la for la in trial.user_attrs["launches"] if not la.get("purpose")]
+        checking = [la for la in trial.user_attrs["launches"] if la.get("purpose")]
+        # IMB checks no results: the kernel checks every configuration but the untuned stack's
+        assert [la["purpose"] for la in checking] == ([] if trial.user_attrs["is_default"]
+                                                      else ["result-check"])
+        for launch in measuring:
             argv = launch["argv"]
             assert str(IMB_DIR / "IMB-MPI1") in argv and argv[-1] == "Allreduce"
             assert argv[argv.index("-msglog") + 1] == "3:12"

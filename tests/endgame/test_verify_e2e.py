@@ -38,7 +38,7 @@ def test_end_of_study_check_with_imb_then_verify_with_the_kernel(tmp_path, monke
                            space=str(ROOT / "tests" / "data" / "space-grid.yaml"),
                            repetitions=3, stages=1, time_per_size=0.005, prune=False,
                            seed=1, storage=url, study_name="v", imb_dir=imb_dir,
-                           verify_rounds=4)
+                           benchmark="mpi4py", verify_rounds=4)  # IMB checks the kernel
     session = prepare_session(options)
     try:
         study = session.study
