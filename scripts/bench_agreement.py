@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Benchmark (not a test): does the search's benchmark (the mpi4py kernel) read each
-configuration's gain as IMB-MPI1 reads it? Many configurations of the default space, both
+"""Benchmark (not a test): does the search's benchmark (the mpi4py kernel, where IMB is not
+installed; `--search imb`: IMB, where it is) read each configuration's gain as IMB-MPI1 reads it? Many configurations of the default space, both
 benchmarks, interleaved rounds, on this machine.
 
 The configurations: every one-knob change from the untuned stack, every one-knob change from
