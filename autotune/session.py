@@ -269,8 +269,7 @@ def auto_note(name: str, benchmark: Benchmark, resumed: int) -> str:
 def _stored_benchmark(options: StartOptions) -> str | None:
     name, url = study_identity(options)
     storage = open_storage(url)
-    if name not in {s.study_name for s in optuna.get_all_study_summaries(storage,
-                                                                          include_best_trial=False)}:
+    if name not in optuna.get_all_study_names(storage):
         return None
     config = stored_config(optuna.load_study(study_name=name, storage=storage))
     return kind_of_stored(config.benchmark) if config is not None else None

@@ -117,7 +117,6 @@ class TrialLaunches:
             if verdict != "continue":
                 return
 
-
     def results_checked(self, measured: TrialMeasurement) -> bool:
         """Where the benchmark does not check results (IMB), the measurer's checker (the
         kernel) checks the configuration's, once, after its first launch; False when that
