@@ -79,24 +79,17 @@ class TrialLaunches:
                 measured.baseline_launches += 1
                 measured.saw_kernel(default_record)
             paired = placed.baseline.latest[planned.block]  # the default launch nearest before
-            record = None
-            for attempt in range(self.infra_retries + 1):
-                try:
-                    record = placed.measurer.run_launch(measured.settings, planned, self.seed_of(),
-                                                        params=measured.params,
-                                                        is_default=measured.is_default)
-                    break
-                except LaunchFailed as exc:
-                    measured.records.append(exc.record)
-                    if (exc.reason != "infrastructure" or attempt == self.infra_retries
-                            or group_broken(placed)):
-                        measured.failure = exc
-                        return
-            assert record is not None
-            measured.records.append(record)
+            record = self.launch(measured, lambda: placed.measurer.run_launch(
+                measured.settings, planned, self.seed_of(), params=measured.params,
+                is_default=measured.is_default))
+            if record is None:
+                return
             measured.saw_kernel(record)
-            if planned.index == 0 and not measured.is_default and not self.results_checked(
-                    measured):
+            # where the benchmark does not check results (IMB), the measurer's checker (the
+            # kernel) checks the configuration's, once, after its first launch
+            if (planned.index == 0 and not measured.is_default and placed.measurer.checker
+                    and self.launch(measured, lambda: placed.measurer.check_results(
+                        measured.settings, self.seed_of(), params=measured.params)) is None):
                 return
             placed.baseline.candidate_launched(planned.block, trial.number)
             self.events.launch_finished(record, len(planned_launches))
@@ -117,21 +110,26 @@ class TrialLaunches:
             if verdict != "continue":
                 return
 
-    def results_checked(self, measured: TrialMeasurement) -> bool:
-        """Where the benchmark does not check results (IMB), the measurer's checker (the
-        kernel) checks the configuration's, once, after its first launch; False when that
-        failed the trial (a wrong result: never retried, never exported)."""
-        assert measured.settings is not None and measured.placed is not None
-        try:
-            record = measured.placed.measurer.check_results(measured.settings, self.seed_of(),
-                                                            params=measured.params)
-        except LaunchFailed as exc:
-            measured.records.append(exc.record)
-            measured.failure = exc
-            return False
-        if record is not None:
+    def launch(self, measured: TrialMeasurement,
+               run: Callable[[], LaunchRecord | None]) -> LaunchRecord | None:
+        """One launch of the trial, kept in its records, retried while the launcher or a node
+        failed (infrastructure, up to infra_retries); None when it failed the trial (any other
+        reason: a crash, a wrong result, ...: `measured.failure` says which)."""
+        assert measured.placed is not None
+        for attempt in range(self.infra_retries + 1):
+            try:
+                record = run()
+            except LaunchFailed as exc:
+                measured.records.append(exc.record)
+                if (exc.reason != "infrastructure" or attempt == self.infra_retries
+                        or group_broken(measured.placed)):
+                    measured.failure = exc
+                    return None
+                continue
+            assert record is not None
             measured.records.append(record)
-        return True
+            return record
+        return None
 
 
 @dataclass(frozen=True)
