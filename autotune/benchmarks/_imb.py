@@ -100,7 +100,7 @@ class ImbBenchmark(Benchmark):
         return collective in IMB_NAMES and is_nonblocking(collective) == self.nbc
 
     def program(self, request: BenchmarkRequest) -> tuple[str, ...]:
-        if request.collective not in IMB_NAMES or is_nonblocking(request.collective) != self.nbc:
+        if not self.times(request.collective):
             raise InputError(f"{self.program_name} has no benchmark for {request.collective}")
         argv = ["numactl", "-l"] if self.numactl else []
         argv.append(self.executable)
