@@ -20,7 +20,8 @@ class TrialOutcome:
     value: float | None = None
     speedup: float | None = None
     sizes_measured: int = 0
-    launches: int = 0
+    launches: int = 0  # launches that measured the configuration
+    check_launches: int = 0  # launches that only checked its results (a search timed by IMB)
     bench_seconds: float = 0.0
     controller_seconds: float = 0.0  # ask, suggest, report, prune checks, attrs and tell
     wall_seconds: float = 0.0

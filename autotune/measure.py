@@ -21,13 +21,13 @@ from .errors import BenchmarkOutputError, EnvironmentProblem, InputError, Launch
 from .launch import Command, Launcher, LaunchSpec, RunResult, run_command
 from .objective import DEFAULT_OBJECTIVE, size_quantity
 from .space import LaunchSettings
+from .storage import RESULT_CHECK  # LaunchRecord.purpose of the checker's launch
 
 TIMEOUT_FLOOR_SECONDS = 60.0
 SECONDS_PER_SIZE_ALLOWANCE = 3.0  # startup of large buffers and the minimum repetition count
 # the result checker's launch: its timings are another benchmark's and thrown away, so it times
 # each size as briefly as the kernel allows (its minimum repetitions)
 CHECK_TIME_PER_SIZE = 0.001
-RESULT_CHECK = "result-check"  # LaunchRecord.purpose of the checker's launch
 
 
 @dataclass(frozen=True)

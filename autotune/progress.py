@@ -67,7 +67,8 @@ class ProgressDisplay:
         self.console.print(
             f"trial {outcome.number:>3}{tag} {result}  {outcome.sizes_measured} "
             f"size{'s' if outcome.sizes_measured != 1 else ''}, "
-            f"{outcome.launches} launches (+{outcome.baseline_launches} default), "
+            f"{outcome.launches} launches (+{outcome.baseline_launches} default"
+            f"{f', +{outcome.check_launches} result check' if outcome.check_launches else ''}), "
             f"{outcome.bench_seconds:.1f} s  "
             f"[dim]{escape(short_params(outcome.params))}[/]")
         self.progress.update(self.trials_task, completed=self.done, description=self._description())

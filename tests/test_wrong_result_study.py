@@ -121,3 +121,11 @@ def test_a_search_timed_by_imb_has_each_configuration_checked_by_the_kernel(tmp_
     # a right result passes: the trial is scored on IMB's times (complete or pruned as it fares)
     assert clean.state != optuna.trial.TrialState.FAIL and not checks(clean)[0]["failure"]
     assert clean.user_attrs["raw_us"] and clean.user_attrs["launches"][0]["t_max_us"]
+    # the check is shown as what it is: in the trial's line and as a purpose of its own
+    assert "+1 result check)" in started.stderr + started.stdout
+    from autotune.report import seconds_data
+    from autotune.storage import load_baselines, stored_config, trial_records
+
+    parts = {p.label: p for p in seconds_data(trial_records(study), load_baselines(study), None,
+                                              stored_config(study)).parts}
+    assert parts["result checks"].launches == 3  # the three configurations besides the default

@@ -17,7 +17,7 @@ from ..events import Events, TrialOutcome
 from ..measure import LaunchFailed, LaunchRecord, MeasurementPlan
 from ..probe import HostInfo
 from ..space import LaunchSettings
-from ..storage import trial_attrs
+from ..storage import RESULT_CHECK, trial_attrs
 from ..strategy import Strategy
 from ._defaults import DefaultLaunches, group_broken
 
@@ -149,7 +149,8 @@ def trial_record(outcome: TrialOutcome, measured: TrialMeasurement,
     """Fill the outcome (state, value, counts) and return the trial's user attributes: what ran
     and what it gave."""
     raw = raw_from([r for r in measured.records if not r.failure])
-    outcome.launches = len(measured.records)
+    outcome.check_launches = sum(r.purpose == RESULT_CHECK for r in measured.records)
+    outcome.launches = len(measured.records) - outcome.check_launches
     outcome.bench_seconds = sum(r.seconds for r in measured.records)
     outcome.sizes_measured = len(raw)
     outcome.baseline_launches = measured.baseline_launches

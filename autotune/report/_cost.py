@@ -73,10 +73,11 @@ class CostData:
 
 def launch_stats(records: Sequence[TrialRecord]) -> tuple[float, int]:
     """(mean seconds per launch, launches of one full measurement) over completed trials."""
-    complete = [r for r in records if r.state == "COMPLETE" and r.launch_count > 0]
-    launches = sum(r.launch_count for r in complete)
-    mean = sum(r.bench_seconds for r in complete) / launches if launches else 0.0
-    per_config = int(statistics.median(r.launch_count for r in complete)) if complete else 0
+    complete = [r for r in records if r.state == "COMPLETE" and r.measuring_launch_count > 0]
+    launches = sum(r.measuring_launch_count for r in complete)
+    mean = sum(r.measuring_seconds for r in complete) / launches if launches else 0.0
+    per_config = (int(statistics.median(r.measuring_launch_count for r in complete))
+                  if complete else 0)
     return mean, per_config
 
 
@@ -87,8 +88,8 @@ def seconds_data(records: Sequence[TrialRecord], baselines: Sequence[BaselineLau
     blocks = max(1, per_config // max(1, config.repetitions))
 
     def part(label: str, chosen: list[TrialRecord]) -> SecondsPart:
-        return SecondsPart(label, sum(r.bench_seconds for r in chosen),
-                           sum(r.launch_count for r in chosen))
+        return SecondsPart(label, sum(r.measuring_seconds for r in chosen),
+                           sum(r.measuring_launch_count for r in chosen))
 
     candidates = [r for r in records if not r.is_default]
     default_trials = [r for r in records if r.is_default]
@@ -97,6 +98,10 @@ def seconds_data(records: Sequence[TrialRecord], baselines: Sequence[BaselineLau
     failed = part("failed trials", [r for r in candidates if r.state == "FAIL"])
     if failed.launches:
         parts.append(failed)
+    checked = [r for r in candidates if r.check_launches]
+    if checked:  # a search timed by IMB: the kernel checked each configuration's results
+        parts.append(SecondsPart("result checks", sum(r.check_seconds for r in checked),
+                                 sum(len(r.check_launches) for r in checked)))
     default_part = part("default", default_trials)
     parts.append(SecondsPart("default (trial 0 + interleaved)",
                              default_part.seconds + sum(b.seconds for b in baselines),

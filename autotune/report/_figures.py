@@ -211,7 +211,7 @@ def seconds(data: SecondsData, nodes: int) -> bytes:
     total = data.total or 1.0
     y = list(range(len(parts)))[::-1]
     colors = {"full trials": "tab:blue", "pruned trials": "tab:orange", "failed trials": "tab:red",
-              "confirmation": "tab:green"}
+              "result checks": "tab:purple", "confirmation": "tab:green"}
     ax.barh(y, [p.seconds for p in parts], color=[colors.get(p.label, "0.45") for p in parts],
             hatch=None, edgecolor="0.3", lw=0.5)
     for yi, p in zip(y, parts):

@@ -11,7 +11,7 @@ from ._queue import (NEVER_AGAIN, enqueue_default, known_invalid_params, params_
 from ._open import (autotune_home, choose_name, default_storage_url, load_existing_study,
                     open_storage, quiet_optuna, redact, study_names)
 from ._schema import (BASELINE_PREFIX, CONFIG_ATTR, CONFIRMATION_ATTR, FINGERPRINT_ATTR,
-                      RESOLUTION_ATTR, RULES_ATTR, RUN_ATTR, STUDY_KEYS, VERIFICATION_ATTR, StoredSettings,
+                      RESOLUTION_ATTR, RESULT_CHECK, RULES_ATTR, RUN_ATTR, STUDY_KEYS, VERIFICATION_ATTR, StoredSettings,
                       TrialKey,
                       TrialRecord, failure_attrs, record_checksum, requeue_attrs, run_attrs,
                       trial_attrs)
@@ -25,7 +25,7 @@ from ._grid import Config, Grid, config_key, grid_rows, read_grid
 from ._write import write_planned_params, write_user_attrs
 
 __all__ = ["BASELINE_PREFIX", "CONFIG_ATTR", "CONFIRMATION_ATTR", "FINGERPRINT_ATTR",
-           "HISTORY_COLUMNS", "NBC_SIZE_COLUMNS", "NEVER_AGAIN", "RESOLUTION_ATTR", "RULES_ATTR",
+           "HISTORY_COLUMNS", "NBC_SIZE_COLUMNS", "NEVER_AGAIN", "RESOLUTION_ATTR", "RESULT_CHECK", "RULES_ATTR",
            "RUN_ATTR", "SIZE_COLUMNS", "STUDY_KEYS", "VERIFICATION_ATTR", "BaselineLaunch",
            "Comparison", "Config", "ConfirmedCandidate", "Grid", "PatientStorage", "RuleVariant",
            "StoredConfirmation", "StoredRules", "StoredRun", "StoredSettings",

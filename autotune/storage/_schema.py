@@ -31,6 +31,8 @@ CONFIRMATION_ATTR = "autotune.confirmation"  # confirm.Confirmation.to_dict() of
 VERIFICATION_ATTR = "autotune.verification"  # StoredVerification.to_dict(): the independent check
 RULES_ATTR = "autotune.rules"  # StoredRules.to_dict(): per-size algorithm rules and their measurement
 
+RESULT_CHECK = "result-check"  # a stored launch's "purpose": it only checked the results
+
 STUDY_KEYS = (CONFIG_ATTR, RUN_ATTR, FINGERPRINT_ATTR, RESOLUTION_ATTR, CONFIRMATION_ATTR,
               VERIFICATION_ATTR, RULES_ATTR)
 
@@ -49,12 +51,13 @@ class TrialKey:
     SETTINGS = "settings"  # {"env": {}, "mca": {}, "mpirun_args": []}: what the params applied
     RAW_US = "raw_us"  # {size: [t_us]}: max-over-ranks time of each successful launch
     LAUNCHES = "launches"  # [LaunchRecord.to_dict()]: argv, hosts, timings of every launch
+    # (a launch with "purpose": RESULT_CHECK only checked the configuration's results)
     # (a non-blocking collective's launch also holds "nbc": {size: {t_pure_us, t_ovrl_us,
     # t_cpu_us, overlap_pct}}, IMB-NBC's columns; read with TrialRecord.nbc_samples)
-    LAUNCH_COUNT = "launch_count"  # int: launches made (failed ones included)
+    LAUNCH_COUNT = "launch_count"  # int: launches made (failed ones and result checks included)
     SIZES_MEASURED = "sizes_measured"  # int: sizes with at least one measurement
     SIZES_COMPLETE = "sizes_complete"  # int: sizes with every planned repetition
-    BENCH_SECONDS = "bench_seconds"  # float: wall time of the trial's own launches
+    BENCH_SECONDS = "bench_seconds"  # float: wall time of the trial's own launches (checks too)
     CONTROLLER_SECONDS = "controller_seconds"  # float: controller overhead (report, prune checks)
     NODES = "nodes"  # list[str]: the node group's addresses
     NODE_NAMES = "node_names"  # list[str]: the node group's host names
@@ -203,6 +206,25 @@ class TrialRecord:
             requeued_from=attrs.get(K.REQUEUED_FROM, as_opt_int, None),
             requeue_reason=attrs.get(K.REQUEUE_REASON, as_str, ""),
         )
+
+    @property
+    def check_launches(self) -> tuple[dict[str, Any], ...]:
+        """The launches that only checked this configuration's results (another benchmark's,
+        timings not kept): a cost of the trial, not a measurement of it."""
+        return tuple(la for la in self.launches if la.get("purpose") == RESULT_CHECK)
+
+    @property
+    def check_seconds(self) -> float:
+        return sum(float(la.get("seconds") or 0.0) for la in self.check_launches)
+
+    @property
+    def measuring_launch_count(self) -> int:
+        """Launches that measured the configuration (failed ones included, checks not)."""
+        return self.launch_count - len(self.check_launches)
+
+    @property
+    def measuring_seconds(self) -> float:
+        return self.bench_seconds - self.check_seconds
 
     def nbc_samples(self) -> dict[int, list[NbcTiming]]:
         """A non-blocking collective's IMB-NBC columns per size, one per successful launch in

@@ -115,6 +115,37 @@ def test_seconds_by_purpose(data):
     assert confirm.seconds == pytest.approx(confirm.launches * mean)
 
 
+def test_result_checks_are_a_purpose_of_their_own_not_a_measurement(tmp_path):
+    """A search timed by IMB launches the kernel once per configuration to check its results:
+    that time is shown apart, and the launch neither counts as a measuring launch nor enters
+    the mean launch time that prices the staged sweep and the grid."""
+    import dataclasses
+
+    from autotune.report import seconds_data
+    from autotune.storage import RESULT_CHECK, load_baselines
+
+    study = handmade_study(tmp_path)
+    config = stored_config(study)
+    records = []
+    for rec in trial_records(study):
+        if not rec.is_default and rec.launch_count:
+            check = {"seconds": 0.75, "purpose": RESULT_CHECK, "t_max_us": {}, "failure": ""}
+            rec = dataclasses.replace(rec, launches=(*rec.launches, check),
+                                      launch_count=rec.launch_count + 1,
+                                      bench_seconds=rec.bench_seconds + 0.75)
+        records.append(rec)
+    checked = seconds_data(records, load_baselines(study), None, config)
+    plain = seconds_data(trial_records(study), load_baselines(study), None, config)
+    parts = {p.label: p for p in checked.parts}
+    assert parts["result checks"].launches == 4  # trials 1-4; the default is not checked
+    assert parts["result checks"].seconds == pytest.approx(4 * 0.75)
+    assert {p.label: (p.seconds, p.launches) for p in plain.parts} == {
+        p.label: (p.seconds, p.launches) for p in checked.parts if p.label != "result checks"}
+    assert checked.mean_launch_seconds == pytest.approx(plain.mean_launch_seconds)
+    assert checked.launches_per_config == plain.launches_per_config == 8
+    assert checked.total == pytest.approx(plain.total + 3.0)
+
+
 def test_cost_counts_the_staged_sweep_and_the_full_grid_of_the_space(data):
     c = data.cost
     assert c.exact and c.note == ""
