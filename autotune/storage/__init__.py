@@ -11,10 +11,9 @@ from ._queue import (NEVER_AGAIN, enqueue_default, known_invalid_params, params_
 from ._open import (autotune_home, choose_name, default_storage_url, load_existing_study,
                     open_storage, quiet_optuna, redact, study_names)
 from ._schema import (BASELINE_PREFIX, CONFIG_ATTR, CONFIRMATION_ATTR, FINGERPRINT_ATTR,
-                      RESOLUTION_ATTR, RESULT_CHECK, RULES_ATTR, RUN_ATTR, STUDY_KEYS, VERIFICATION_ATTR, StoredSettings,
-                      TrialKey,
-                      TrialRecord, failure_attrs, record_checksum, requeue_attrs, run_attrs,
-                      trial_attrs)
+                      RESOLUTION_ATTR, RESULT_CHECK, RULES_ATTR, RUN_ATTR, STUDY_KEYS,
+                      VERIFICATION_ATTR, StoredSettings, TrialKey, TrialRecord, failure_attrs,
+                      record_checksum, requeue_attrs, run_attrs, trial_attrs)
 from ._save import save_trial, skip_trial
 from ._rules import Comparison, RuleVariant, StoredRules, save_rules, stored_rules
 from ._study import (ConfirmedCandidate, StoredConfirmation, StoredRun, StoredVerification,
@@ -25,10 +24,10 @@ from ._grid import Config, Grid, config_key, grid_rows, read_grid
 from ._write import write_planned_params, write_user_attrs
 
 __all__ = ["BASELINE_PREFIX", "CONFIG_ATTR", "CONFIRMATION_ATTR", "FINGERPRINT_ATTR",
-           "HISTORY_COLUMNS", "NBC_SIZE_COLUMNS", "NEVER_AGAIN", "RESOLUTION_ATTR", "RESULT_CHECK", "RULES_ATTR",
-           "RUN_ATTR", "SIZE_COLUMNS", "STUDY_KEYS", "VERIFICATION_ATTR", "BaselineLaunch",
-           "Comparison", "Config", "ConfirmedCandidate", "Grid", "PatientStorage", "RuleVariant",
-           "StoredConfirmation", "StoredRules", "StoredRun", "StoredSettings",
+           "HISTORY_COLUMNS", "NBC_SIZE_COLUMNS", "NEVER_AGAIN", "RESOLUTION_ATTR", "RESULT_CHECK",
+           "RULES_ATTR", "RUN_ATTR", "SIZE_COLUMNS", "STUDY_KEYS", "VERIFICATION_ATTR",
+           "BaselineLaunch", "Comparison", "Config", "ConfirmedCandidate", "Grid", "PatientStorage",
+           "RuleVariant", "StoredConfirmation", "StoredRules", "StoredRun", "StoredSettings",
            "StoredVerification", "StudyConfig", "TrialKey", "TrialRecord", "VerifiedSize",
            "autotune_home", "baseline_key", "choose_name", "config_key", "default_storage_url",
            "enqueue_default", "failure_attrs", "grid_rows", "history_frame",
