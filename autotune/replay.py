@@ -233,7 +233,7 @@ def planted(grid: Grid, config: Config, gain: float) -> Grid:
     for sizes in t_us[config].values():
         for size in sizes:
             sizes[size] /= gain
-    return Grid(knobs=grid.knobs, t_us=t_us, started=dict(grid.started))
+    return Grid(knobs=grid.knobs, t_us=t_us, started=dict(grid.started), benchmark=grid.benchmark)
 
 
 def compare(grid: Grid, strategies: list[str], budgets: list[int], seeds: int,
@@ -279,7 +279,7 @@ def aa_universe(grid: Grid, seed: int) -> Grid:
     if len(launches) < 2:
         raise InputError("an A/A grid needs at least two complete launches")
     rng = random.Random(f"aa-universe-{seed}")  # not the replay's own stream of pass draws
-    universe = Grid(knobs=grid.knobs)
+    universe = Grid(knobs=grid.knobs, benchmark=grid.benchmark)
     for config in sorted(grid.t_us):
         order = list(range(len(launches)))
         if config != grid.default:

@@ -6,6 +6,7 @@ import json
 import math
 import statistics
 
+import pandas as pd
 import pytest
 
 from autotune.errors import InputError
@@ -41,12 +42,32 @@ def test_grid_file_round_trip_csv_and_parquet(tmp_path):
     ("pass,start,size,t_us,pml\n0,1,8,fast,\n", "row 2: pass, size, t_us and start must be"),
     ("pass,start,size,t_us,pml\n0,1,8,-1,\n", "row 2: size and t_us must be positive"),
     ("pass,start,size,t_us,pml\n", "has no rows"),
+    ("pass,start,size,t_us,benchmark,pml\n0,1,8,1.0,imb,\n0,1,8,0.9,mpi4py,ucx\n",
+     r"rows measured by different benchmarks \(imb, mpi4py\)"),
 ])
 def test_bad_grid_files_are_one_line_errors(tmp_path, text, message):
     path = tmp_path / "bad.csv"
     path.write_text(text)
     with pytest.raises(InputError, match=message):
         read_grid(path)
+
+
+def test_the_benchmark_column_names_what_measured_the_grid_and_is_no_knob(tmp_path, grid):
+    from autotune.storage import grid_rows, named_benchmark
+
+    assert grid.benchmark == "" and "benchmark" not in grid.knobs  # a grid naming none
+    path = tmp_path / "named.csv"
+    assert named_benchmark(path) is None  # a new grid
+    rows = [*grid_rows((), ("pml",), 0, 1.0, {8: 1.0}, "imb"),
+            *grid_rows((("pml", "ucx"),), ("pml",), 0, 1.0, {8: 0.9}, "imb")]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    named = read_grid(path)
+    assert named.benchmark == "imb" and named.knobs == ("pml",) and len(named.t_us) == 2
+    assert named_benchmark(path) == "imb"
+    path.write_text("pass,start,size,t_us,benchmark,pml\n")  # a header alone: nothing measured
+    assert named_benchmark(path) is None
+    path.write_text("pass,start,size,t_us,pml\n0,1,8,1.0,\n")
+    assert named_benchmark(path) == ""  # recorded before grids named their benchmark
 
 
 def test_truth_is_the_median_over_passes_of_the_paired_log_ratio(grid):

@@ -20,7 +20,7 @@ from ._study import (ConfirmedCandidate, StoredConfirmation, StoredRun, StoredVe
                      VerifiedSize, stored_confirmation, stored_run, stored_verification)
 from ._trials import (HISTORY_COLUMNS, NBC_SIZE_COLUMNS, SIZE_COLUMNS, StudyConfig, history_frame,
                       stored_config, trial_records, trials_done)
-from ._grid import Config, Grid, config_key, grid_rows, read_grid
+from ._grid import Config, Grid, config_key, grid_rows, named_benchmark, read_grid
 from ._write import write_planned_params, write_user_attrs
 
 __all__ = ["BASELINE_PREFIX", "CONFIG_ATTR", "CONFIRMATION_ATTR", "FINGERPRINT_ATTR",
@@ -31,9 +31,9 @@ __all__ = ["BASELINE_PREFIX", "CONFIG_ATTR", "CONFIRMATION_ATTR", "FINGERPRINT_A
            "StoredVerification", "StudyConfig", "TrialKey", "TrialRecord", "VerifiedSize",
            "autotune_home", "baseline_key", "choose_name", "config_key", "default_storage_url",
            "enqueue_default", "failure_attrs", "grid_rows", "history_frame",
-           "known_invalid_params", "load_baselines", "load_existing_study", "open_storage",
-           "params_key", "quiet_optuna", "read_grid", "record_checksum", "recover_abandoned",
-           "redact", "requeue_attrs", "run_attrs", "save_baseline", "save_rules", "save_trial",
-           "skip_trial", "stored_config", "stored_confirmation", "stored_rules", "stored_run",
-           "stored_verification", "study_names", "trial_attrs", "trial_records", "trials_done",
-           "write_planned_params", "write_user_attrs"]
+           "known_invalid_params", "load_baselines", "load_existing_study", "named_benchmark",
+           "open_storage", "params_key", "quiet_optuna", "read_grid", "record_checksum",
+           "recover_abandoned", "redact", "requeue_attrs", "run_attrs", "save_baseline",
+           "save_rules", "save_trial", "skip_trial", "stored_config", "stored_confirmation",
+           "stored_rules", "stored_run", "stored_verification", "study_names", "trial_attrs",
+           "trial_records", "trials_done", "write_planned_params", "write_user_attrs"]

@@ -8,7 +8,10 @@ One row per (configuration, pass, size), CSV or Parquet by suffix:
   (bytes), `t_us` (time per call, max over ranks);
 - one column per knob, named exactly as the knob (`pml`, `UCX_TLS`, ...), values as the shipped
   spaces spell them; an empty cell means "not set" (the MPI's own default). The row whose knob
-  cells are all empty is the untuned default.
+  cells are all empty is the untuned default;
+- optionally `benchmark`: what measured the rows (`imb`, `mpi4py`), one value for the whole file.
+  `grid record` writes it, so that a resumed recording never mixes two benchmarks; grids
+  recorded before it, and users' own, may leave it out.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from ..files import (GRID_CSV_MAX_BYTES, GRID_PARQUET_MAX_BYTES, check_input_fil
                      read_bytes_input)
 
 FIXED_COLUMNS = ("pass", "start", "size", "t_us")
+BENCHMARK_COLUMN = "benchmark"  # optional; not a knob
 SUFFIXES = (".csv", ".parquet")
 Config = tuple[tuple[str, str], ...]  # (knob, value) for the knobs set; () is the untuned default
 
@@ -58,6 +62,7 @@ class Grid:
 
     knobs: tuple[str, ...]
     t_us: dict[Config, dict[int, dict[int, float]]] = field(default_factory=dict)
+    benchmark: str = ""  # what measured it, where the file says (its `benchmark` column)
     started: dict[tuple[Config, int], float] = field(default_factory=dict)
 
     @property
@@ -139,8 +144,13 @@ def read_grid(path: str | Path) -> Grid:
     if missing:
         raise InputError(f"grid {path}: missing column(s) {', '.join(missing)} "
                          f"(needs {', '.join(FIXED_COLUMNS)} and one column per knob)")
-    knobs = tuple(c for c in frame.columns if c not in FIXED_COLUMNS)
-    grid = Grid(knobs=knobs)
+    knobs = tuple(c for c in frame.columns if c not in (*FIXED_COLUMNS, BENCHMARK_COLUMN))
+    benchmarks = sorted(set(frame[BENCHMARK_COLUMN])) if BENCHMARK_COLUMN in frame else [""]
+    if len(benchmarks) > 1:
+        raise InputError(f"grid {path}: rows measured by different benchmarks "
+                         f"({', '.join(b or 'none named' for b in benchmarks)}): a grid compares "
+                         "configurations measured one way")
+    grid = Grid(knobs=knobs, benchmark=benchmarks[0] if benchmarks else "")
     for index, row in enumerate(frame.itertuples(index=False), start=2):
         record = dict(zip(frame.columns, row))
         try:
@@ -158,8 +168,27 @@ def read_grid(path: str | Path) -> Grid:
 
 
 def grid_rows(config: Config, knobs: tuple[str, ...], pass_: int, start: float,
-              t_us: Mapping[int, float]) -> list[dict[str, Any]]:
-    """The rows of one launch, in the file's column order."""
+              t_us: Mapping[int, float], benchmark: str = "") -> list[dict[str, Any]]:
+    """The rows of one launch, in the file's column order (a `benchmark` column where one is
+    named)."""
     values = dict(config)
-    return [{"pass": pass_, "start": round(start, 3), "size": size, "t_us": t,
+    named = {BENCHMARK_COLUMN: benchmark} if benchmark else {}
+    return [{"pass": pass_, "start": round(start, 3), "size": size, "t_us": t, **named,
              **{k: values.get(k, "") for k in knobs}} for size, t in sorted(t_us.items())]
+
+
+def named_benchmark(path: Path) -> str | None:
+    """What the grid CSV file at `path` says measured it, from its header and first row: None
+    for a new grid (no file, an empty one, or a `benchmark` column with no row yet), "" for a
+    file whose columns name no benchmark."""
+    import pandas as pd
+
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    try:
+        head = pd.read_csv(path, dtype=str, keep_default_na=False, nrows=1)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read grid {path}: {exc}") from None
+    if BENCHMARK_COLUMN not in head.columns:
+        return ""
+    return None if head.empty else str(head[BENCHMARK_COLUMN].iloc[0])
