@@ -18,14 +18,15 @@ import math
 import os
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .benchmarks import AUTO_BENCHMARK, auto_benchmark
 from .errors import InputError
 from .measure import LaunchFailed, MeasurementPlan, Measurer, PlannedLaunch
 from .space import SearchSpace, TrialContext, assignments, is_choice
-from .storage import Config, config_key, grid_rows, read_grid
+from .storage import Config, config_key, grid_rows, named_benchmark, read_grid
 
 MAX_CONFIGS = 5000
 
@@ -62,20 +63,20 @@ class RecordProgress:
     done: int = 0  # launches recorded in this run
     resumed: int = 0  # (configuration, pass) found in the file already
     failed: list[str] = field(default_factory=list)
+    benchmark: str = ""  # what measured the launches (the file's `benchmark` column)
 
 
 def record(output: Path, space: SearchSpace, ctx: TrialContext, context_values: dict[str, Any],
            plan: MeasurementPlan, measurer: Measurer, passes: int, seed: int,
            on_launch: Callable[[int, int, GridConfig, str], None] | None = None,
-           default_every: int = 0) -> RecordProgress:
+           default_every: int = 0, benchmark: str = "") -> RecordProgress:
     """Record `passes` passes into `output` (CSV rows appended; .parquet written at the end from
     a .partial.csv beside it). `measurer` is bound to the node group to use; `default_every`:
-    see the module's docstring (0: once per pass)."""
+    see the module's docstring (0: once per pass); `benchmark`: the name of what measures, written
+    into the file's `benchmark` column (a file that names another one is not resumed)."""
 
     knobs, configs = grid_configs(space, ctx, context_values)
-    csv_path = output if output.suffix == ".csv" else output.with_suffix(".partial.csv")
-    if output.suffix not in (".csv", ".parquet"):
-        raise InputError(f"-o {output}: a grid is a .csv or .parquet file")
+    csv_path = recording_path(output)
     lock_path = output.with_name(output.name + ".lock")
     with open(lock_path, "w") as lock:
         try:
@@ -84,9 +85,41 @@ def record(output: Path, space: SearchSpace, ctx: TrialContext, context_values: 
             raise InputError(f"{output} is being recorded by another process") from None
         try:
             return _record_locked(output, csv_path, knobs, configs, space, ctx, plan, measurer,
-                                  passes, seed, on_launch, default_every)
+                                  passes, seed, on_launch, default_every, benchmark)
         finally:
             lock_path.unlink(missing_ok=True)
+
+
+def recording_path(output: Path) -> Path:
+    """The CSV file rows are appended to: the grid itself, or a .partial.csv beside a .parquet
+    one until the recording ends."""
+    if output.suffix not in (".csv", ".parquet"):
+        raise InputError(f"-o {output}: a grid is a .csv or .parquet file")
+    return output if output.suffix == ".csv" else output.with_suffix(".partial.csv")
+
+
+def benchmark_for(output: Path, asked: str, found_here: Callable[[], str]) -> str:
+    """The benchmark a recording into `output` uses: `asked`, or for `auto` the one the grid
+    being resumed names, else `found_here()` (IMB where it is found, else the kernel). One grid
+    is measured by one benchmark: resuming it with another is refused, and a grid recorded
+    before grids named theirs is resumed only with its benchmark given."""
+    named = named_benchmark(recording_path(output))
+    if named is None:  # a new grid
+        return found_here() if asked == AUTO_BENCHMARK else asked
+    if not named:
+        if asked == AUTO_BENCHMARK:
+            raise InputError(f"{output} does not name the benchmark that measured it (recorded "
+                             "before grids named theirs): resume it with the --benchmark it was "
+                             "recorded with")
+        return asked
+    if asked not in (AUTO_BENCHMARK, named):
+        raise _measured_otherwise(output, named, asked)
+    return named
+
+
+def _measured_otherwise(output: Path, named: str, asked: str) -> InputError:
+    return InputError(f"{output} was measured with --benchmark {named}, not {asked}: resume it "
+                      "with that benchmark, or record into another file")
 
 
 def schedule(configs: list[GridConfig], passes: int, seed: int,
@@ -117,12 +150,16 @@ def schedule(configs: list[GridConfig], passes: int, seed: int,
 
 
 def _record_locked(output, csv_path, knobs, configs, space, ctx, plan, measurer, passes, seed,
-                   on_launch, default_every) -> RecordProgress:  # noqa: ANN001 - record()'s
+                   on_launch, default_every, benchmark) -> RecordProgress:  # noqa: ANN001
     """The recording itself, under the file's lock: resume, then pass after pass."""
     import pandas as pd
 
     done = _recorded(csv_path if csv_path.exists() else None, knobs, plan.sizes)
-    progress = RecordProgress(resumed=len(done))
+    named = named_benchmark(csv_path)
+    if named and benchmark and named != benchmark:
+        raise _measured_otherwise(output, named, benchmark)
+    column = "" if named == "" else benchmark  # an older grid's rows keep its columns
+    progress = RecordProgress(resumed=len(done), benchmark=benchmark or named or "")
     plan_ = schedule(configs, passes, seed, default_every)
     total = sum(len(r) for r in plan_)
     launch = PlannedLaunch(index=0, block=0, rep=0, sizes=plan.sizes)
@@ -142,7 +179,8 @@ def _record_locked(output, csv_path, knobs, configs, space, ctx, plan, measurer,
                     if on_launch:
                         on_launch(len(done) + progress.done, total, config, f"failed: {exc}")
                     continue
-                rows = grid_rows(config.key, knobs, pass_, result.started, result.t_max_us)
+                rows = grid_rows(config.key, knobs, pass_, result.started, result.t_max_us,
+                                 column)
                 pd.DataFrame(rows).to_csv(handle, header=write_header, index=False)
                 write_header = False
                 handle.flush()
@@ -202,6 +240,9 @@ def record_with(options: Any, passes: int, output: Path, seed: int,
     from .session import preflight
     from .space import resolve
 
+    benchmark = benchmark_for(output, options.benchmark,
+                              lambda: auto_benchmark(options, options.collective))
+    options = replace(options, benchmark=benchmark)
     checked = preflight(options)
     pool, _ = make_pool(options, checked.caps, checked.launcher, checked.why)
     try:
@@ -221,7 +262,8 @@ def record_with(options: Any, passes: int, output: Path, seed: int,
         group = pool.acquire()
         try:
             progress = record(output, resolved.space, ctx, resolved.context_values, plan,
-                              measurer.on(group), passes, seed, on_launch, default_every)
+                              measurer.on(group), passes, seed, on_launch, default_every,
+                              benchmark)
         finally:
             pool.release(group)
         return progress, len(configs)

@@ -58,6 +58,17 @@ def test_record_is_killed_and_resumed_without_losing_or_duplicating_rows(autotun
     grid = read_grid(out)
     assert grid.passes == (0, 1, 2, 3) and len(grid.t_us) == 6 and () in grid.t_us
     assert len(grid.t_us[()]) == 4 and all(len(p) == 2 for c, p in grid.t_us.items() if c)
+    # --benchmark auto: IMB where it is found, else the kernel; the file names it on every row,
+    # the resumed run kept it, and a resume with the other benchmark is refused, file untouched
+    assert grid.benchmark in ("imb", "mpi4py") and set(rows["benchmark"]) == {grid.benchmark}
+    assert f"measured by {grid.benchmark};" in proc.stderr
+    other = "imb" if grid.benchmark == "mpi4py" else "mpi4py"
+    text = out.read_text()
+    refused = autotune_cli(*args, "--benchmark", other, timeout=60)
+    assert refused.returncode != 0 and text == out.read_text()
+    assert refused.stderr.strip().splitlines()[-1].endswith(
+        f"was measured with --benchmark {grid.benchmark}, not {other}: resume it with that "
+        "benchmark, or record into another file"), refused.stderr
     bench = autotune_cli("bench", "strategies", "--grid", str(out), "--strategy", "grid",
                          "--budget", "10", "--seeds", "2", check=True)
     assert bench.stdout.splitlines()[1].startswith("grid\t10\t")
@@ -79,3 +90,26 @@ def test_a_default_before_every_few_configurations_makes_each_group_a_pass():
     assert schedule(configs, 2, 1, 3) == rounds  # a resumed recording follows the same order
     once = schedule(configs, passes=2, seed=1, default_every=0)
     assert [sorted(p for p, _ in r) for r in once] == [[0] * 8, [1] * 8]
+
+
+def test_a_grid_keeps_the_benchmark_it_names(tmp_path):
+    from autotune.errors import InputError
+    from autotune.recording import benchmark_for
+
+    def found_here() -> str:
+        return "imb"
+
+    new = tmp_path / "new.csv"
+    assert benchmark_for(new, "auto", found_here) == "imb"  # a new grid: what auto finds here
+    assert benchmark_for(new, "mpi4py", found_here) == "mpi4py"
+    named = tmp_path / "named.csv"
+    named.write_text("pass,start,size,t_us,benchmark,pml\n0,1,8,1.0,mpi4py,\n")
+    assert benchmark_for(named, "auto", found_here) == "mpi4py"  # not what auto finds now
+    assert benchmark_for(named, "mpi4py", found_here) == "mpi4py"
+    with pytest.raises(InputError, match="measured with --benchmark mpi4py, not imb"):
+        benchmark_for(named, "imb", found_here)
+    older = tmp_path / "older.parquet"  # recorded before grids named theirs, being resumed
+    older.with_suffix(".partial.csv").write_text("pass,start,size,t_us,pml\n0,1,8,1.0,\n")
+    with pytest.raises(InputError, match="does not name the benchmark that measured it"):
+        benchmark_for(older, "auto", found_here)
+    assert benchmark_for(older, "imb", found_here) == "imb"  # the user says what it was

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..benchmarks import BENCHMARKS, COLLECTIVES, DEFAULT_BENCHMARK, IMB_DIR
+from ..benchmarks import AUTO_BENCHMARK, BENCHMARKS, COLLECTIVES, IMB_DIR, benchmark_help
 from ..launch import BACKENDS
 from ..strategy import STRATEGIES
 from . import render
@@ -35,8 +35,10 @@ def grid() -> None:
               help="measure the untuned default again before every this many configurations "
                    "(each group is a pass of its own: a replay pairs a configuration with the "
                    "default seconds before it); 0: once per pass")
-@click.option("--benchmark", type=click.Choice(BENCHMARKS), default=DEFAULT_BENCHMARK,
-              show_default=True)
+@click.option("--benchmark", type=click.Choice((AUTO_BENCHMARK, *BENCHMARKS)),
+              default=AUTO_BENCHMARK, show_default=True,
+              help=f"what times the collective: {benchmark_help()}; a resumed grid keeps the "
+                   "benchmark it names")
 @declared_option(IMB_DIR)
 @click.option("--time-per-size", type=float, default=0.02, show_default=True,
               callback=positive_float)
@@ -62,7 +64,8 @@ def grid_record(passes: int, seed: int, output: str, launcher_mca: tuple[str, ..
         render.err.print(f"[{index}/{total}] {label}: {outcome}", markup=False)
 
     progress, configs = record_with(options, passes, Path(output), seed, said, default_every)
-    render.err.print(f"{output}: {configs} configurations x {passes} passes; {progress.done} "
+    render.err.print(f"{output}: {configs} configurations x {passes} passes measured by "
+                     f"{progress.benchmark}; {progress.done} "
                      f"launches recorded now, {progress.resumed} found from before, "
                      f"{len(progress.failed)} failed", markup=False)
     for line in progress.failed[:20]:
@@ -123,4 +126,6 @@ def bench_strategies(grid_path: str, strategies: list[str], budgets: list[int], 
                     f"{f.regret_pp_p90:.1f}", f"{f.launches_median:.0f}",
                     f"{f.size_launches_median:.0f}", f"{f.default_reported_share:.0%}")
                    for f in figures),
-        title=f"{grid_path}: {len(grid_data.t_us)} configurations, {seeds} seeds"))
+        title=f"{grid_path}: {len(grid_data.t_us)} configurations"
+              + (f" measured by {grid_data.benchmark}" if grid_data.benchmark else "")
+              + f", {seeds} seeds"))
