@@ -155,8 +155,8 @@ def _record_locked(output, csv_path, knobs, configs, space, ctx, plan, measurer,
     import pandas as pd
 
     done = _recorded(csv_path if csv_path.exists() else None, knobs, plan.sizes)
-    named = named_benchmark(csv_path)
-    if named and benchmark and named != benchmark:
+    named = named_benchmark(csv_path)  # again under the lock: benchmark_for ran before it, and
+    if named and benchmark and named != benchmark:  # another recording may have begun the file
         raise _measured_otherwise(output, named, benchmark)
     column = "" if named == "" else benchmark  # an older grid's rows keep its columns
     progress = RecordProgress(resumed=len(done), benchmark=benchmark or named or "")
