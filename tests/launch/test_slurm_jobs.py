@@ -49,9 +49,9 @@ def test_a_study_lives_across_requeued_jobs_until_it_ends(cluster, tmp_path):
     # time budget, and CI's machine ran a trial of 8 B..4 KiB in 4 s and the study in one job.
     # From 256 KiB up a call takes longer than budget/cap (15 us at 0.3 s), so every size runs
     # its whole budget and its warm-up: a trial's 8 launches of 4 sizes take 8 x 4 x 0.3 s x 1.25
-    # = 12 s plus the launches wherever it runs, and six of them more than a window. How many jobs the study spans
-    # depends on where in slurmctld's tick each job starts (2 to 9 seen), so the test asks for
-    # a requeue, not for a count of them.
+    # = 12 s plus the launches wherever it runs, and six of them more than a window. How many
+    # jobs the study spans depends on where in slurmctld's tick each job starts (2 to 9 seen), so
+    # the test asks for a requeue, not for a count of them.
     env = dict(cluster, AUTOTUNE_HOME=str(tmp_path / "home"),
                AUTOTUNE=str(Path(sys.executable).parent / "autotune"), TRIALS="100",
                MAX_REQUEUES="12", AUTOTUNE_JOB_END_MARGIN="20")
@@ -107,10 +107,14 @@ def test_a_study_lives_across_requeued_jobs_until_it_ends(cluster, tmp_path):
     # a two-minute job can cut a confirmation the margin let start: then nothing of it is stored
     # and the next job runs it again. It completes once, in the job that reaches it (whose
     # output says 'confirmed best:' twice when a candidate wins: its verdict, the summary).
+    # Which way it goes depends on the machine: here a grid candidate beats the default at these
+    # sizes, on CI's machine every one was slower (0.38x), and a search that saw none faster stores
+    # a confirmation without rounds ('no candidate'), which nothing can cut.
     assert "confirmed best:" not in before, before[-3000:]
     cut = before.count("confirming the best")
     assert before.count("requeueing job") >= cut
-    assert last.count("confirming the best") == 1, last[-3000:]
+    started = last.count("confirming the best") + last.count("rounds stopped: no candidate")
+    assert started == 1, last[-3000:]
     assert "\nconfirmed best:" in last, last[-3000:]
     assert study.user_attrs.get("autotune.confirmation") is not None
     final = status(env)
