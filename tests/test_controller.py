@@ -171,3 +171,20 @@ def test_losers_are_pruned_on_canned_records(no_mpi, tmp_path):
             and t.value > 0.2 and t.state == optuna.trial.TrialState.COMPLETE]
     assert pruned and not slow, [(t.number, t.params, t.value) for t in slow]
     assert all(o.launches < 6 for o in summary.outcomes if o.state == "PRUNED")
+
+
+def test_the_search_runs_its_linear_algebra_on_one_thread(no_mpi, tmp_path, monkeypatch):
+    """While a run measures, BLAS and OpenMP run on one thread: the benchmark's ranks need the
+    cores, and OpenBLAS's thread pool is not safe against a fork() from another trial's thread."""
+    from threadpoolctl import threadpool_info
+
+    seen: list[set[int]] = []
+    serve = CannedExecutor.__call__
+
+    def observed(self, command, timeout):
+        seen.append({pool["num_threads"] for pool in threadpool_info()})
+        return serve(self, command, timeout)
+
+    monkeypatch.setattr(CannedExecutor, "__call__", observed)
+    run_study(seed=1, trials=3, tmp_path=tmp_path)
+    assert seen and all(threads == {1} for threads in seen), seen

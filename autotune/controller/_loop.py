@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import optuna
 from optuna.trial import TrialState
+from threadpoolctl import threadpool_limits
 
 from ..baseline import BaselineFailed, Placement
 from ..endgame.confirm import ConfirmPolicy, confirm, no_candidate
@@ -128,7 +129,15 @@ class Controller:
         (unix time); on a stop signal or Ctrl-C, fail and re-queue the running trial.
         `deadline_ends_job`: the deadline is the end of a Slurm job that is requeued to resume
         the study, so a search it cuts short, or a confirmation that would not end before it,
-        waits for the next job (the confirmation runs once, in the job that reaches it)."""
+        waits for the next job (the confirmation runs once, in the job that reaches it).
+
+        The search's linear algebra runs on one thread meanwhile: the benchmark's ranks need the
+        cores, and OpenBLAS's thread pool is not safe against a fork() from another thread."""
+        with threadpool_limits(limits=1):
+            return self._run(n_trials, deadline, search_deadline, deadline_ends_job)
+
+    def _run(self, n_trials: int, deadline: float | None, search_deadline: float | None,
+             deadline_ends_job: bool) -> RunSummary:
         summary = self.summary
         self.enqueue_default()
         self.study.set_user_attr(RUN_ATTR, run_attrs(self.run_id, n_trials, time.time(), deadline))

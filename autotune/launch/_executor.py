@@ -5,7 +5,9 @@ that left the session but carries the launch's tag (LAUNCH_TAG_VAR)."""
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -13,6 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from typing import IO
 
 from ._base import Command, RunResult
 
@@ -137,10 +140,41 @@ except OSError:
 
 
 def _die_with_parent() -> None:
-    """In the child before exec: get SIGTERM if autotune dies (even by SIGKILL), so mpirun cleans
-    up its ranks instead of running on as an orphan."""
+    """In the child before exec (only where setpriv is missing): get SIGTERM if autotune dies."""
     if _prctl is not None:
         _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _program(name: str, path: str | None) -> str:
+    """argv[0] as exec would find it; a missing or non-executable program is the OSError the
+    spawn itself would raise, so it is reported the same way (spawn_error)."""
+    found = shutil.which(name, path=path)
+    if found is not None:
+        return found
+    if os.sep in name and os.path.exists(name):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), name)
+    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+
+
+def _spawn(argv: list[str], env: dict[str, str], out: IO[bytes], err: IO[bytes]
+           ) -> subprocess.Popen:
+    """Start argv in a session of its own that gets SIGTERM if autotune dies (even by SIGKILL),
+    so mpirun cleans up its ranks instead of running on as an orphan.
+
+    The parent-death signal is set by exec'ing through util-linux's setpriv, not by a preexec_fn:
+    a preexec_fn makes CPython fork() instead of vfork(), and fork() runs the pthread_atfork
+    handlers of the libraries loaded here. OpenBLAS's waits for its thread pool, so a launch
+    started while another trial's thread was in a numpy product hung autotune for good
+    (`--parallel 2`, caught by py-spy: blas_thread_shutdown_ in Popen against cblas_matrixproduct;
+    OpenBLAS issue #2270). Without setpriv, the preexec_fn is the fallback."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
+                                start_new_session=True, preexec_fn=_die_with_parent)
+    program = _program(argv[0], env.get("PATH", os.defpath))
+    return subprocess.Popen([setpriv, "--pdeathsig", "TERM", "--", program, *argv[1:]],
+                            stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
+                            start_new_session=True)
 
 
 CANCEL_POLL_SECONDS = 0.2
@@ -179,9 +213,7 @@ def run_command(command: Command, timeout: float,
         started = time.time()
         t0 = time.monotonic()
         try:
-            proc = subprocess.Popen(list(command.argv), stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=err, env=env, start_new_session=True,
-                                    preexec_fn=_die_with_parent)
+            proc = _spawn(list(command.argv), env, out, err)
         except OSError as exc:
             return RunResult(argv=command.argv, returncode=None, stdout="", stderr=str(exc),
                              seconds=time.monotonic() - t0, started=started,

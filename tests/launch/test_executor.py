@@ -1,12 +1,13 @@
 """Real mpirun: a hung job is killed with all its ranks (each rank has its own process group, so
 the launch's session is what must be cleaned); inherited tuning variables never reach a launch."""
 import os
+import signal
 import sys
 import uuid
 
 import pytest
 
-from autotune.launch import LaunchSpec, LocalLauncher, run_command
+from autotune.launch import Command, LaunchSpec, LocalLauncher, run_command
 from autotune.launch._executor import launch_environment
 
 
@@ -79,3 +80,42 @@ def test_a_grandchild_that_leaves_the_session_is_killed_at_the_launch_end(tmp_pa
     result = run_command(Command(argv=(str(fake),)), timeout=20)
     assert result.returncode == 0 and "done" in result.stdout
     assert processes_with(f"sleep 3{marker}") == [], "the setsid grandchild survived the launch"
+
+
+FORKS = []  # Python's before-fork hooks run only when a spawn fork()s (os.register_at_fork)
+os.register_at_fork(before=lambda: FORKS.append(1))
+
+
+def test_a_launch_does_not_fork_the_threaded_daemon():
+    """A launch is spawned without fork(): fork() runs every loaded library's pthread_atfork
+    handlers, and OpenBLAS's hung autotune for good when another trial's thread was in a numpy
+    product (--parallel 2). Python runs its before-fork hooks exactly when it fork()s a child."""
+    FORKS.clear()
+    result = run_command(Command(argv=("true",)), timeout=30)
+    assert result.returncode == 0
+    assert FORKS == [], "the launch was started by fork(), not vfork()"
+
+
+def test_a_launch_gets_sigterm_when_autotune_dies():
+    """The launched program (mpirun) has SIGTERM as its parent-death signal, so a killed daemon
+    leaves no orphan job behind."""
+    program = ("import ctypes; value = ctypes.c_int(); "
+               "ctypes.CDLL(None).prctl(2, ctypes.byref(value)); print(value.value)")  # GET
+    result = run_command(Command(argv=(sys.executable, "-c", program)), timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) == signal.SIGTERM
+
+
+@pytest.mark.parametrize("argv0", ["autotune-no-such-launcher", "/nonexistent/mpirun"])
+def test_a_launcher_that_is_not_there_cannot_be_spawned(argv0):
+    result = run_command(Command(argv=(argv0, "-n", "2")), timeout=30)
+    assert result.returncode is None
+    assert result.extra["spawn_error"] == "No such file or directory"
+
+
+def test_a_launcher_that_is_not_executable_cannot_be_spawned(tmp_path):
+    script = tmp_path / "mpirun"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    result = run_command(Command(argv=(str(script),)), timeout=30)
+    assert result.returncode is None
+    assert result.extra["spawn_error"] == "Permission denied"
