@@ -174,15 +174,17 @@ def test_losers_are_pruned_on_canned_records(no_mpi, tmp_path):
 
 
 def test_the_search_runs_its_linear_algebra_on_one_thread(no_mpi, tmp_path, monkeypatch):
-    """While a run measures, BLAS and OpenMP run on one thread: the benchmark's ranks need the
-    cores, and OpenBLAS's thread pool is not safe against a fork() from another trial's thread."""
+    """While a run measures, BLAS runs on one thread (a process-wide setting): the benchmark's
+    ranks need the cores, and OpenBLAS's thread pool is not safe against a fork() from another
+    trial's thread."""
     from threadpoolctl import threadpool_info
 
     seen: list[set[int]] = []
     serve = CannedExecutor.__call__
 
     def observed(self, command, timeout):
-        seen.append({pool["num_threads"] for pool in threadpool_info()})
+        blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
+        seen.append({pool["num_threads"] for pool in blas})
         return serve(self, command, timeout)
 
     monkeypatch.setattr(CannedExecutor, "__call__", observed)

@@ -131,9 +131,9 @@ class Controller:
         the study, so a search it cuts short, or a confirmation that would not end before it,
         waits for the next job (the confirmation runs once, in the job that reaches it).
 
-        The search's linear algebra runs on one thread meanwhile: the benchmark's ranks need the
-        cores, and OpenBLAS's thread pool is not safe against a fork() from another thread."""
-        with threadpool_limits(limits=1):
+        The search's BLAS runs on one thread meanwhile: the benchmark's ranks need the cores,
+        and OpenBLAS's thread pool is not safe against a fork() from another thread."""
+        with threadpool_limits(limits=1, user_api="blas"):
             return self._run(n_trials, deadline, search_deadline, deadline_ends_job)
 
     def _run(self, n_trials: int, deadline: float | None, search_deadline: float | None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
 import shutil
 import signal
@@ -140,41 +141,59 @@ except OSError:
 
 
 def _die_with_parent() -> None:
-    """In the child before exec (only where setpriv is missing): get SIGTERM if autotune dies."""
+    """In the child before exec (only without a setpriv that can): SIGTERM when autotune dies."""
     if _prctl is not None:
         _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _program(name: str, path: str | None) -> str:
-    """argv[0] as exec would find it; a missing or non-executable program is the OSError the
-    spawn itself would raise, so it is reported the same way (spawn_error)."""
-    found = shutil.which(name, path=path)
-    if found is not None:
-        return found
+def _check_program(name: str, path: str | None) -> None:
+    """Raise the OSError exec would for a launcher that is missing or not executable, so it is
+    reported as a spawn error whatever the locale of setpriv's message."""
+    if shutil.which(name, path=path) is not None:
+        return
     if os.sep in name and os.path.exists(name):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), name)
     raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
 
 
+@functools.cache
+def _setpriv() -> str | None:
+    """util-linux's setpriv, where it can set the parent-death signal (2.33 and later)."""
+    path = shutil.which("setpriv")
+    if path is None:
+        return None
+    try:
+        probe = subprocess.run([path, "--pdeathsig", "TERM", "--", "true"], capture_output=True,
+                               stdin=subprocess.DEVNULL, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return path if probe.returncode == 0 else None
+
+
+SETPRIV_FAILED = (126, 127)  # setpriv's exit codes when its exec of the program failed
+
+
 def _spawn(argv: list[str], env: dict[str, str], out: IO[bytes], err: IO[bytes]
-           ) -> subprocess.Popen:
+           ) -> tuple[subprocess.Popen, bool]:
     """Start argv in a session of its own that gets SIGTERM if autotune dies (even by SIGKILL),
-    so mpirun cleans up its ranks instead of running on as an orphan.
+    so mpirun cleans up its ranks instead of running on as an orphan; and whether setpriv runs
+    it (then an exec failure is setpriv's exit, not an OSError here).
 
     The parent-death signal is set by exec'ing through util-linux's setpriv, not by a preexec_fn:
     a preexec_fn makes CPython fork() instead of vfork(), and fork() runs the pthread_atfork
     handlers of the libraries loaded here. OpenBLAS's waits for its thread pool, so a launch
     started while another trial's thread was in a numpy product hung autotune for good
     (`--parallel 2`, caught by py-spy: blas_thread_shutdown_ in Popen against cblas_matrixproduct;
-    OpenBLAS issue #2270). Without setpriv, the preexec_fn is the fallback."""
-    setpriv = shutil.which("setpriv")
+    OpenBLAS issue #2270). argv[0] is passed on as given: Open MPI reads an absolute path to
+    mpirun as --prefix. Without a setpriv that can do it, the preexec_fn is the fallback."""
+    setpriv = _setpriv()
     if setpriv is None:
         return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                                start_new_session=True, preexec_fn=_die_with_parent)
-    program = _program(argv[0], env.get("PATH", os.defpath))
-    return subprocess.Popen([setpriv, "--pdeathsig", "TERM", "--", program, *argv[1:]],
+                                start_new_session=True, preexec_fn=_die_with_parent), False
+    _check_program(argv[0], env.get("PATH", os.defpath))
+    return subprocess.Popen([setpriv, "--pdeathsig", "TERM", "--", *argv],
                             stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                            start_new_session=True)
+                            start_new_session=True), True
 
 
 CANCEL_POLL_SECONDS = 0.2
@@ -213,7 +232,7 @@ def run_command(command: Command, timeout: float,
         started = time.time()
         t0 = time.monotonic()
         try:
-            proc = _spawn(list(command.argv), env, out, err)
+            proc, wrapped = _spawn(list(command.argv), env, out, err)
         except OSError as exc:
             return RunResult(argv=command.argv, returncode=None, stdout="", stderr=str(exc),
                              seconds=time.monotonic() - t0, started=started,
@@ -230,6 +249,10 @@ def run_command(command: Command, timeout: float,
     extra: dict[str, object] = {"inherited_env_dropped": dropped} if dropped else {}
     if ended == "cancelled":
         extra["cancelled"] = True
-    return RunResult(argv=command.argv, returncode=None if ended else proc.returncode,
+    returncode = None if ended else proc.returncode
+    if wrapped and returncode in SETPRIV_FAILED and stderr.startswith("setpriv: "):
+        extra["spawn_error"] = stderr.splitlines()[0]  # e.g. an interpreter a script names
+        returncode = None
+    return RunResult(argv=command.argv, returncode=returncode,
                      stdout=stdout, stderr=stderr, seconds=seconds, started=started,
                      timed_out=ended == "timeout", output_truncated=cut_out or cut_err, extra=extra)

@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from autotune.launch import Command, LaunchSpec, LocalLauncher, run_command
+from autotune.launch import _executor
 from autotune.launch._executor import launch_environment
 
 
@@ -82,14 +83,16 @@ def test_a_grandchild_that_leaves_the_session_is_killed_at_the_launch_end(tmp_pa
     assert processes_with(f"sleep 3{marker}") == [], "the setsid grandchild survived the launch"
 
 
-FORKS = []  # Python's before-fork hooks run only when a spawn fork()s (os.register_at_fork)
+FORKS = []  # CPython runs its before-fork hooks when it fork()s a child (for a preexec_fn)
 os.register_at_fork(before=lambda: FORKS.append(1))
+PDEATHSIG = ("import ctypes; value = ctypes.c_int(); "
+             "ctypes.CDLL(None).prctl(2, ctypes.byref(value)); print(value.value)")  # GET
 
 
 def test_a_launch_does_not_fork_the_threaded_daemon():
-    """A launch is spawned without fork(): fork() runs every loaded library's pthread_atfork
-    handlers, and OpenBLAS's hung autotune for good when another trial's thread was in a numpy
-    product (--parallel 2). Python runs its before-fork hooks exactly when it fork()s a child."""
+    """A launch is spawned by vfork(), not fork(): fork() runs every loaded library's
+    pthread_atfork handlers, and OpenBLAS's hung autotune for good when another trial's thread
+    was in a numpy product (--parallel 2)."""
     FORKS.clear()
     result = run_command(Command(argv=("true",)), timeout=30)
     assert result.returncode == 0
@@ -99,11 +102,25 @@ def test_a_launch_does_not_fork_the_threaded_daemon():
 def test_a_launch_gets_sigterm_when_autotune_dies():
     """The launched program (mpirun) has SIGTERM as its parent-death signal, so a killed daemon
     leaves no orphan job behind."""
-    program = ("import ctypes; value = ctypes.c_int(); "
-               "ctypes.CDLL(None).prctl(2, ctypes.byref(value)); print(value.value)")  # GET
-    result = run_command(Command(argv=(sys.executable, "-c", program)), timeout=30)
+    result = run_command(Command(argv=(sys.executable, "-c", PDEATHSIG)), timeout=30)
     assert result.returncode == 0, result.stderr
     assert int(result.stdout) == signal.SIGTERM
+
+
+def test_without_setpriv_the_signal_is_set_by_a_forked_child(monkeypatch):
+    monkeypatch.setattr(_executor, "_setpriv", lambda: None)
+    FORKS.clear()
+    result = run_command(Command(argv=(sys.executable, "-c", PDEATHSIG)), timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) == signal.SIGTERM
+    assert FORKS, "the fallback forks: the hook that tells fork() from vfork() saw nothing"
+
+
+def test_the_launcher_sees_its_name_as_given():
+    """mpirun named `mpirun` is not run as /usr/bin/mpirun: Open MPI reads an absolute path to
+    mpirun as --prefix."""
+    result = run_command(Command(argv=("bash", "-c", "echo $0")), timeout=30)
+    assert result.stdout.strip() == "bash"
 
 
 @pytest.mark.parametrize("argv0", ["autotune-no-such-launcher", "/nonexistent/mpirun"])
@@ -119,3 +136,12 @@ def test_a_launcher_that_is_not_executable_cannot_be_spawned(tmp_path):
     result = run_command(Command(argv=(str(script),)), timeout=30)
     assert result.returncode is None
     assert result.extra["spawn_error"] == "Permission denied"
+
+
+def test_a_launcher_whose_interpreter_is_missing_cannot_be_spawned(tmp_path):
+    script = tmp_path / "mpirun"
+    script.write_text("#!/nonexistent/interpreter\nexit 0\n")
+    script.chmod(0o755)
+    result = run_command(Command(argv=(str(script),)), timeout=30)
+    assert result.returncode is None
+    assert "No such file or directory" in result.extra["spawn_error"]
