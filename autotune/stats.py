@@ -2,8 +2,13 @@
 
 Student's t, not a percentile bootstrap: over 5 values a bootstrap's interval is too narrow (it
 cannot see beyond the spread of the values it resamples), and the claims built on it did not hold.
-`simultaneous` widens each interval so that all of `family` intervals hold together at the stated
+`family` widens each interval so that all of `family` intervals hold together at the stated
 confidence (Bonferroni): the winner picked among several candidates is not a lucky one.
+
+`trimmed_interval` is the same for the trimmed mean (Tukey-McLaughlin / Yuen): the endgame's
+round scores are mostly tight with a few far off (a launch that lands on a disturbed moment of a
+shared machine reads 1.5-3x slow, whichever side of the pair it is on), and two such rounds in 20
+widen a plain t interval so much that a 15-20% gain cannot be told from none.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
+from scipy.stats import mstats
 
 
 @dataclass(frozen=True)
@@ -55,3 +61,28 @@ def mean_interval(values: Iterable[float], confidence: float = 0.95, family: int
     se = float(data.std(ddof=1)) / math.sqrt(data.size)
     t = float(stats.t.ppf(1 - alpha / 2, df=data.size - 1))
     return Interval(mean, mean - t * se, mean + t * se, int(data.size), confidence, family)
+
+
+TRIM = 0.2  # share of values cut on each side by `trimmed_interval`
+MIN_TO_TRIM = 10  # fewer values: `trimmed_interval` cuts none
+
+
+def trimmed_interval(values: Iterable[float], confidence: float = 0.95, family: int = 1,
+                     trim: float = TRIM) -> Interval:
+    """Interval of the `trim`-trimmed mean (`Interval.mean` holds that trimmed mean): the
+    standard error of the winsorized values over (1 - 2 trim) sqrt(n), and Student's t with
+    n - 2g - 1 degrees of freedom, g = floor(trim n) values cut on each side (Wilcox, "Introduction
+    to Robust Estimation and Hypothesis Testing", 4.3). Its coverage holds under heavy tails where
+    the mean's interval is needlessly wide; the price is a few degrees of freedom when nothing is
+    far off. Below `MIN_TO_TRIM` values nothing is cut (it is then `mean_interval`): of 5 values
+    the winsorized spread rests on the middle three, which can agree to a few parts in a thousand
+    by chance (IMB prints 0.01 us), and a replayed A/A study claimed a gain from such a look."""
+    data = np.asarray(list(values), dtype=float)
+    cut = math.floor(trim * data.size) if data.size >= MIN_TO_TRIM else 0
+    if cut == 0:
+        return mean_interval(data, confidence, family)
+    center = float(stats.trim_mean(data, trim))
+    se = float(mstats.trimmed_stde(data, limits=(trim, trim)))
+    alpha = (1 - confidence) / max(1, family)
+    t = float(stats.t.ppf(1 - alpha / 2, df=data.size - 2 * cut - 1))
+    return Interval(center, center - t * se, center + t * se, int(data.size), confidence, family)

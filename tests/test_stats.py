@@ -1,10 +1,11 @@
-"""Intervals of means of few values: Student t, widened for families of intervals."""
+"""Intervals of means of few values: Student t, widened for families of intervals; the trimmed
+mean's (Yuen) for round scores with a few far off."""
 import math
 
 import pytest
 from scipy import stats
 
-from autotune.stats import mean_interval
+from autotune.stats import MIN_TO_TRIM, mean_interval, trimmed_interval
 
 
 def test_mean_interval_is_student_t():
@@ -34,3 +35,53 @@ def test_one_value_claims_nothing():
     assert math.isinf(interval.low) and math.isinf(interval.high) and not interval.excludes(0.0)
     with pytest.raises(ValueError):
         mean_interval([])
+
+
+# The round scores (log-ratio to the default, per round) of plain pml=ucx in a kernel-path quick
+# start on 2026-11-28: 16 of 20 within -0.26..0.00, and four rounds with a disturbed launch.
+KERNEL_ROUNDS = [-0.15, -0.17, -0.00, -0.25, -0.26, -0.11, 0.00, -0.62, -0.21, 0.19,
+                 0.46, -0.17, -0.24, -0.14, -0.24, -0.19, -0.20, -0.18, 0.51, -0.18]
+
+
+def test_trimmed_interval_is_yuens():
+    """Textbook arithmetic, done here without scipy's trimmed helpers: cut g = 4 of 20 on each
+    side, winsorize them, se = s_w / (0.6 sqrt(20)), t with 20 - 8 - 1 degrees of freedom."""
+    data = sorted(KERNEL_ROUNDS)
+    kept = data[4:16]
+    winsorized = [data[4]] * 4 + kept + [data[15]] * 4
+    center = sum(kept) / len(kept)
+    mean_w = sum(winsorized) / 20
+    s_w = math.sqrt(sum((v - mean_w) ** 2 for v in winsorized) / 19)
+    half = stats.t.ppf(0.975, df=11) * s_w / (0.6 * math.sqrt(20))
+    interval = trimmed_interval(KERNEL_ROUNDS)
+    assert interval.mean == pytest.approx(center)
+    assert interval.low == pytest.approx(center - half)
+    assert interval.high == pytest.approx(center + half)
+
+
+def test_a_few_disturbed_rounds_do_not_hide_a_gain_seen_in_most():
+    """Simultaneous over 9 intervals, as in a confirmation of 3 candidates over 3 looks: the
+    mean's interval reaches past 0 (the default kept), the trimmed mean's does not."""
+    plain = mean_interval(KERNEL_ROUNDS, family=9)
+    trimmed = trimmed_interval(KERNEL_ROUNDS, family=9)
+    assert plain.low < 0 < plain.high
+    assert trimmed.high < 0
+    speedup, slow, fast = trimmed.speedup()
+    assert 1.1 < speedup < 1.25 and 1.0 < slow < speedup < fast
+
+
+def test_few_values_are_not_trimmed():
+    """Of 5 values the winsorized spread would rest on the middle three: these (a replayed A/A
+    look) agree to 0.001 and would claim a gain from rounds that scatter by 0.06."""
+    look = [-0.007, -0.006, 0.032, -0.033, -0.007]
+    assert trimmed_interval(look, family=6) == mean_interval(look, family=6)
+    assert not trimmed_interval(look, family=6).excludes(0.0)
+    values = KERNEL_ROUNDS[:MIN_TO_TRIM - 1]
+    assert trimmed_interval(values) == mean_interval(values)
+    ten = KERNEL_ROUNDS[:MIN_TO_TRIM]
+    assert trimmed_interval(ten) != mean_interval(ten)
+
+
+def test_a_family_widens_the_trimmed_interval():
+    one, nine = trimmed_interval(KERNEL_ROUNDS), trimmed_interval(KERNEL_ROUNDS, family=9)
+    assert nine.low < one.low and nine.high > one.high and nine.mean == one.mean

@@ -8,7 +8,7 @@ export deploys: the best configuration's settings, or, where per-size rules were
 rules file `export --format ompi-rules` writes with the configuration's other settings. The
 rounds are the endgame's engine (rounds.py): the default, then the best, size block by size
 block as the study's plan does; per size the log-ratio of t_max, per round the weighted
-score; Student-t intervals over the rounds.
+score; intervals of the rounds' trimmed mean, as the confirmation's (stats.trimmed_interval).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import optuna
 from ..errors import AutotuneError, InputError
 from ..measure import MeasurementPlan, Measurer
 from ..space import LaunchSettings
-from ..stats import mean_interval
+from ..stats import trimmed_interval
 from ..storage import (VERIFICATION_ATTR, StoredVerification, StudyConfig, TrialRecord,
                        VerifiedSize, load_baselines, stored_config, stored_confirmation,
                        stored_verification)
@@ -184,9 +184,9 @@ def summarize(measured: Rounds, *, benchmark: str, independent: bool, trial: int
     for size, ratios in sorted(measured.per_size.items()):
         if len(ratios) < MIN_ROUNDS:
             continue
-        speed, low, high = mean_interval(ratios).speedup()
+        speed, low, high = trimmed_interval(ratios).speedup()
         sizes.append(VerifiedSize(size=size, speedup=speed, speedup_interval=(low, high)))
-    speed, low, high = mean_interval(measured.scores).speedup()
+    speed, low, high = trimmed_interval(measured.scores).speedup()
     return replace(base, speedup=speed, speedup_interval=(low, high), sizes=tuple(sizes),
                    agrees=agreement((low, high), search[1], search[0]))
 

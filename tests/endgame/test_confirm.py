@@ -1,5 +1,6 @@
 """Confirmation re-measures the best candidates against the default and claims one only beyond
-doubt: adaptive rounds, Student-t intervals held together over candidates and looks."""
+doubt: adaptive rounds, Student-t intervals of trimmed means held together over candidates and
+looks."""
 import json
 import math
 from pathlib import Path
