@@ -5,10 +5,10 @@ cannot see beyond the spread of the values it resamples), and the claims built o
 `family` widens each interval so that all of `family` intervals hold together at the stated
 confidence (Bonferroni): the winner picked among several candidates is not a lucky one.
 
-`trimmed_interval` is the same for the trimmed mean (Tukey-McLaughlin / Yuen): the endgame's
+`trimmed_interval` is the same for the trimmed mean (Tukey-McLaughlin / Yuen): the confirmation's
 round scores are mostly tight with a few far off (a launch that lands on a disturbed moment of a
-shared machine reads 1.5-3x slow, whichever side of the pair it is on), and two such rounds in 20
-widen a plain t interval so much that a 15-20% gain cannot be told from none.
+shared machine reads 1.5-3x slow, whichever side of the pair it is on), and three or four such
+rounds in 20 widen a plain t interval so much that a 15-20% gain cannot be told from none.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from scipy.stats import mstats
 
 @dataclass(frozen=True)
 class Interval:
-    """Mean of n values with a two-sided interval at `confidence` (already Bonferroni-corrected
-    when `family` > 1)."""
+    """Centre of n values (their mean, or trimmed mean: see `trimmed_interval`) with a two-sided
+    interval at `confidence` (already Bonferroni-corrected when `family` > 1)."""
 
     mean: float
     low: float
@@ -42,7 +42,7 @@ class Interval:
         return self.low > value or self.high < value
 
     def speedup(self) -> tuple[float, float, float]:
-        """For a mean log-ratio (lower is faster): speedup and its interval, low to high."""
+        """For a centre of log-ratios (lower is faster): speedup and its interval, low to high."""
         return math.exp(-self.mean), math.exp(-self.high), math.exp(-self.low)
 
 
@@ -72,14 +72,16 @@ def trimmed_interval(values: Iterable[float], confidence: float = 0.95, family: 
     """Interval of the `trim`-trimmed mean (`Interval.mean` holds that trimmed mean): the
     standard error of the winsorized values over (1 - 2 trim) sqrt(n), and Student's t with
     n - 2g - 1 degrees of freedom, g = floor(trim n) values cut on each side (Wilcox, "Introduction
-    to Robust Estimation and Hypothesis Testing", 4.3). Its coverage holds under heavy tails where
-    the mean's interval is needlessly wide; the price is a few degrees of freedom when nothing is
-    far off. Below `MIN_TO_TRIM` values nothing is cut (it is then `mean_interval`): of 5 values
+    to Robust Estimation and Hypothesis Testing", 4.3). It is an interval for the trimmed mean,
+    not the mean: a tail is discounted whether it is the machine's or the values' own (a caller
+    that must not ignore a tail checks the mean too). It stays narrow under heavy tails where the
+    mean's interval is needlessly wide; the price is a few degrees of freedom when nothing is far
+    off. Below `MIN_TO_TRIM` values nothing is cut (it is then `mean_interval`): of 5 values
     the winsorized spread rests on the middle three, which can agree to a few parts in a thousand
     by chance (IMB prints 0.01 us), and a replayed A/A study claimed a gain from such a look."""
     data = np.asarray(list(values), dtype=float)
     cut = math.floor(trim * data.size) if data.size >= MIN_TO_TRIM else 0
-    if cut == 0:
+    if cut == 0 or not np.isfinite(data).all():  # an infinite value is no value to cut
         return mean_interval(data, confidence, family)
     center = float(stats.trim_mean(data, trim))
     se = float(mstats.trimmed_stde(data, limits=(trim, trim)))

@@ -85,3 +85,23 @@ def test_few_values_are_not_trimmed():
 def test_a_family_widens_the_trimmed_interval():
     one, nine = trimmed_interval(KERNEL_ROUNDS), trimmed_interval(KERNEL_ROUNDS, family=9)
     assert nine.low < one.low and nine.high > one.high and nine.mean == one.mean
+
+
+def test_fourteen_values_cut_two_on_each_side():
+    """g = floor(0.2 * 14) = 2 values cut per side, 14 - 4 - 1 = 9 degrees of freedom; scipy's
+    standard error divides by the nominal 0.6 sqrt(14) (Wilcox's trimse)."""
+    data = sorted(KERNEL_ROUNDS[:14])
+    kept = data[2:12]
+    winsorized = [data[2]] * 2 + kept + [data[11]] * 2
+    mean_w = sum(winsorized) / 14
+    s_w = math.sqrt(sum((v - mean_w) ** 2 for v in winsorized) / 13)
+    half = stats.t.ppf(0.975, df=9) * s_w / (0.6 * math.sqrt(14))
+    interval = trimmed_interval(KERNEL_ROUNDS[:14])
+    assert interval.mean == pytest.approx(sum(kept) / 10)
+    assert interval.high - interval.mean == pytest.approx(half)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
+def test_an_infinite_value_is_not_trimmed_away():
+    values = KERNEL_ROUNDS[:19] + [math.inf]
+    assert not trimmed_interval(values).excludes(0.0)

@@ -5,11 +5,14 @@ The rounds are the endgame's one engine (rounds.py): in each round and size bloc
 launch, then every open candidate in a random order, each paired with that default launch: a round's score is then free of the machine's level shifts (they last minutes), and the
 default costs one launch per round, not one per candidate. Its failure policy is the engine's.
 Why the claim holds at its stated level:
-- the interval of a candidate's round scores is Student's t for their 20%-trimmed mean (Yuen's),
-  not a percentile bootstrap (over 5 rounds a bootstrap interval is too narrow; claims built on
-  it did not reproduce), and not the plain mean's: a round or two whose launch hit a disturbed
-  moment of a shared machine (1.5-3x slow, on either side of the pair) made the mean's interval
-  so wide that a 15-20% gain seen in most rounds kept the default;
+- the interval of a candidate's round scores is Student's t, for their 20%-trimmed mean (Yuen's)
+  from 10 rounds on and for their mean below that (`stats.trimmed_interval`), not a percentile
+  bootstrap (over 5 rounds a bootstrap interval is too narrow; claims built on it did not
+  reproduce); trimmed, because a few rounds whose launch hit a disturbed moment of a shared
+  machine (1.5-3x slow, on either side of the pair) made the mean's interval so wide that a
+  15-20% gain seen in most rounds kept the default. A trimmed mean would also discount a slow
+  fifth of the candidate's own (a transport that stalls now and then), so a claim needs the plain
+  mean of its rounds to be faster too;
 - the rounds are adaptive: a first look after `min_rounds`, then looks at twice as many rounds up
   to `max_rounds`, while a candidate is undecided; a candidate is dropped once its interval says it
   is not faster by `min_gain` (futility) or once it is surely slower, and, once another is claimed,
@@ -44,12 +47,12 @@ from scipy import stats
 
 from ..measure import Measurer
 from ..space import LaunchSettings, knobs_changed
-from ..stats import TRIM, Interval, mean_interval, trimmed_interval
+from ..stats import TRIM, mean_interval, trimmed_interval
 from ..storage import CONFIRMATION_ATTR, TrialRecord
 from .rounds import Arm, RoundsEngine, median_score, round_scores
 
-METHOD = ("Student t of the 20%-trimmed mean of paired rounds (Yuen), simultaneous over "
-          "candidates and looks (Bonferroni)")
+METHOD = ("Student t over paired rounds, of their 20%-trimmed mean (Yuen) from 10 rounds on, "
+          "the plain mean also faster; simultaneous over candidates and looks (Bonferroni)")
 
 # a candidate's verdict
 CLAIMED = "faster"  # interval entirely below 0: faster than the default beyond doubt
@@ -86,7 +89,7 @@ class Candidate:
     round_scores: list[float] = field(default_factory=list)
     round_index: list[int] = field(default_factory=list)  # the round of each score (pairing)
     center: float | None = None  # median per size over its rounds, weighted (see `leader`)
-    mean: float | None = None  # the trimmed mean of its round scores (see `judge`)
+    mean: float | None = None  # its rounds' centre: trimmed mean from 10 rounds on (`judge`)
     ci_low: float | None = None
     ci_high: float | None = None
     verdict: str = UNDECIDED
@@ -101,11 +104,15 @@ class Candidate:
             return None
         return math.exp(-self.ci_high), math.exp(-self.ci_low)
 
-    def judge(self, interval: Interval, policy: ConfirmPolicy) -> None:
-        """The verdict on all rounds so far (a claim may be judged again at a later look: every
-        look is in the Bonferroni family)."""
+    def judge(self, family: int, policy: ConfirmPolicy) -> None:
+        """The verdict on all its rounds so far, each interval one of `family` held together (a
+        claim may be judged again at a later look: every look is in the family). Claimed: the
+        interval (`stats.trimmed_interval`) is entirely faster, and so is the plain mean, which
+        a slow tail of the candidate's own pulls up where the trimmed mean would cut it."""
+        interval = trimmed_interval(self.round_scores, policy.confidence, family)
         self.mean, self.ci_low, self.ci_high = interval.mean, interval.low, interval.high
-        if interval.high < 0 and interval.low < interval.high:  # no spread: nothing is known
+        if (interval.high < 0 and interval.low < interval.high  # no spread: nothing is known
+                and statistics.fmean(self.round_scores) < 0):
             self.verdict = CLAIMED
         elif interval.low > -math.log1p(policy.min_gain):
             self.verdict = NOT_FASTER
@@ -183,8 +190,7 @@ def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSet
             if arm.failed:
                 cand.failed, cand.verdict = arm.failed, FAILED
             elif len(cand.round_scores) >= 2:
-                cand.judge(trimmed_interval(cand.round_scores, policy.confidence, family),
-                           policy)
+                cand.judge(family, policy)
         if engine.stopped:
             break
     drop_behind(candidates, policy)

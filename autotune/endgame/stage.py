@@ -32,7 +32,7 @@ from ..measure import LaunchFailed, Measurer
 from ..rules import (AlgorithmChoice, RuleSet, choice_from_params, per_size_choice, plan_bands,
                      rule_set, tuned_param_names)
 from ..space import LaunchSettings, SearchSpace, TrialContext
-from ..stats import trimmed_interval
+from ..stats import mean_interval
 from ..storage import (Comparison, RuleVariant, StoredRules, TrialRecord, save_rules,
                        stored_rules)
 from .rounds import Arm, RoundsEngine, round_scores
@@ -302,13 +302,12 @@ class PerSizeStage:
 
     def _compare(self, arm: Arm, other: Arm, sizes: list[int],
                  family: int) -> Comparison | None:
-        """Weighted log-ratio per round over `sizes`, Student t of their trimmed mean (as the
-        confirmation's), simultaneous over the stage's comparisons (3 overall, one per band
-        where the rules differ from the best)."""
+        """Weighted log-ratio per round over `sizes`, Student t, simultaneous over the stage's
+        comparisons (3 overall, one per band where the rules differ from the best)."""
         _, scores = round_scores(arm, other, self.weights, sizes)
         if len(scores) < 2:
             return None  # nothing can be said from one paired round
-        interval = trimmed_interval(scores, self.confidence, family=family)
+        interval = mean_interval(scores, self.confidence, family=family)
         speed, low, high = interval.speedup()
         return Comparison(speed, low, high, len(scores), tuple(scores))
 

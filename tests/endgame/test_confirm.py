@@ -217,3 +217,32 @@ def test_one_default_launch_per_block_and_round_serves_every_candidate():
             LaunchSettings(), {s: 1 / len(grid.sizes) for s in grid.sizes}, trials,
             ConfirmPolicy(min_rounds=1, max_rounds=1), seed=0, default_params={})
     assert executor.cost.default_launches == 4 and executor.cost.launches == 16
+
+
+def test_a_gain_seen_in_most_rounds_is_claimed_though_a_few_were_disturbed():
+    """Plain pml=ucx in a kernel-path quick start of 2026-11-28: 16 of 20 rounds -0.26..0.00, four
+    far off either way. The plain mean's interval over 9 reached past 1.0x and kept the default;
+    the trimmed mean's does not. Below 10 rounds the plain mean's interval is judged."""
+    from autotune.endgame.confirm import Candidate
+    from tests.test_stats import KERNEL_ROUNDS
+
+    cand = Candidate(trial=1, params={}, round_scores=list(KERNEL_ROUNDS))
+    cand.judge(9, ConfirmPolicy())
+    assert cand.verdict == CLAIMED and 1.1 < cand.speedup < 1.25
+    early = Candidate(trial=1, params={}, round_scores=[-0.20, -0.21, 0.46, -0.19, -0.20])
+    early.judge(9, ConfirmPolicy())
+    assert early.verdict != CLAIMED and early.mean == pytest.approx(sum(early.round_scores) / 5)
+
+
+def test_a_candidate_slow_in_a_fifth_of_its_rounds_is_not_claimed():
+    """Faster by 5% in 16 rounds, 2x slower in 4 (its own stalls: only its side of the pair): the
+    trimmed mean's interval alone would claim it, but it is slower on average."""
+    from autotune.endgame.confirm import Candidate, UNDECIDED
+    from autotune.stats import trimmed_interval
+
+    steady = [-0.05, -0.048, -0.052, -0.051, -0.049, -0.05, -0.047, -0.053]
+    scores = steady * 2 + [0.7, 0.69, 0.71, 0.7]
+    assert trimmed_interval(scores, family=9).high < 0
+    cand = Candidate(trial=1, params={}, round_scores=scores)
+    cand.judge(9, ConfirmPolicy())
+    assert cand.verdict == UNDECIDED
