@@ -1,8 +1,8 @@
 """The screen strategy on replayed grids: it screens one knob at a time from the default (pml
 first, the knobs pml=ucx switches on right after it when it looks good), races losers out after
 one round, proposes from its model once screening is done, and picks confirmation candidates by
-the model's posterior mean; the controller shares a default launch between trials, never
-within one."""
+the model's posterior mean (and by their own rounds where the model sees none faster); the
+controller shares a default launch between trials, never within one."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -310,3 +310,36 @@ def test_the_best_one_knob_change_is_confirmed_beside_the_best_combinations(tmp_
         assert all(knobs_changed(t.params, defaults) >= 2 for t in picked[:2]), picked
         assert changed(picked[-1].params) == {"pml": "ucx"}
         assert dict(run.reported) == {"pml": "ucx", "UCX_TLS": "self,sm", "UCX_RNDV_THRESH": "8kb"}
+
+
+def test_own_rounds_faster_beyond_their_noise_make_a_candidate():
+    from autotune.strategy._evidence import Measured
+    from autotune.strategy._screen import faster_on_its_own
+
+    # pml=ucx on a noisy day (2026-11-29): 1.26x by the trimmed mean of 5 rounds
+    ucx = Measured({"pml": "ucx"}, rounds=[-0.727, -0.119, -0.209, -0.107, -0.358])
+    assert faster_on_its_own(ucx, noise_sd=0.24)
+    assert not faster_on_its_own(ucx, noise_sd=0.5)  # the pooled noise bounds the spread
+    flat = Measured({"pml": "ucx"}, rounds=[-0.05, 0.03, -0.02, 0.01, -0.04])
+    assert not faster_on_its_own(flat, noise_sd=0.05)
+    assert not faster_on_its_own(Measured({}, rounds=[-0.5]), noise_sd=0.01)  # one round
+
+
+def test_when_the_model_sees_nothing_faster_own_measurements_still_reach_the_confirmation(grid):
+    """The model shrunk to its intercept (every posterior mean +0.05, as on a noisy day): the
+    configurations measured in full whose own rounds are surely faster are still confirmed."""
+    strategy = ScreenStrategy(seed=0)
+    _, study = replay_study(grid, strategy, budget=8, seed=0)
+
+    class Flat:
+        def mean(self, x):
+            return np.full(x.shape[0], 0.05)
+
+    strategy.evidence.fit = lambda measured=None: Flat()
+    picked = strategy.confirm_candidates(study, 3)
+    assert picked and {"pml": "ucx"} in [changed(t.params) for t in picked]
+    full = {params_key(m.params): m for m in strategy.measured.values() if m.complete}
+    for trial in picked:
+        assert full[params_key(dict(trial.params))].mean < 0
+    strategy.evidence.noise_sd = lambda: 10.0  # nothing is sure under that much noise
+    assert strategy.confirm_candidates(study, 3) == []
