@@ -8,7 +8,8 @@ before every K of them, and each such group is a pass of its own (pass id = roun
 group): every configuration is then paired with a default launch seconds before it, as in a
 study, also in a space whose full pass takes many minutes. Without it, the default is measured
 once per pass, somewhere in it. Rows are appended and flushed launch by launch; a killed
-recording resumes where it stopped (same order, nothing lost, nothing measured twice).
+recording resumes where it stopped (same order, nothing lost, nothing measured twice), and a
+finished grid recorded into again gets only the passes it lacks.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ def record(output: Path, space: SearchSpace, ctx: TrialContext, context_values: 
         except BlockingIOError:
             raise InputError(f"{output} is being recorded by another process") from None
         try:
+            reopen_finished(output)
             return _record_locked(output, csv_path, knobs, configs, space, ctx, plan, measurer,
                                   passes, seed, on_launch, default_every, benchmark)
         finally:
@@ -96,6 +98,25 @@ def recording_path(output: Path) -> Path:
     if output.suffix not in (".csv", ".parquet"):
         raise InputError(f"-o {output}: a grid is a .csv or .parquet file")
     return output if output.suffix == ".csv" else output.with_suffix(".partial.csv")
+
+
+def reopen_finished(output: Path) -> None:
+    """A finished .parquet grid recorded into again is resumed, not overwritten: its rows go back
+    into the .partial.csv beside it (written aside, then renamed), so the passes it holds count
+    as done and only missing ones are measured. Nothing to do for a CSV grid, a new file, or a
+    recording already under way."""
+    import pandas as pd
+
+    partial = recording_path(output)
+    if output.suffix != ".parquet" or not output.exists() or partial.exists():
+        return
+    try:
+        frame = pd.read_parquet(output)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read grid {output}: {exc}") from None
+    aside = partial.with_name(f".{partial.name}.{os.getpid()}")
+    frame.astype(str).to_csv(aside, index=False)
+    os.replace(aside, partial)
 
 
 def benchmark_for(output: Path, asked: str, found_here: Callable[[], str]) -> str:
@@ -240,6 +261,7 @@ def record_with(options: Any, passes: int, output: Path, seed: int,
     from .session import preflight
     from .space import resolve
 
+    reopen_finished(output)
     benchmark = benchmark_for(output, options.benchmark,
                               lambda: auto_benchmark(options, options.collective))
     options = replace(options, benchmark=benchmark)

@@ -113,3 +113,45 @@ def test_a_grid_keeps_the_benchmark_it_names(tmp_path):
     with pytest.raises(InputError, match="does not name the benchmark that measured it"):
         benchmark_for(older, "auto", found_here)
     assert benchmark_for(older, "imb", found_here) == "imb"  # the user says what it was
+
+
+class _Launches:
+    """Stands in for a node group's measurer to test the file's handling: it says which
+    configurations it was asked to launch and returns a made-up time per size."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple] = []
+
+    def run_launch(self, settings, launch, seed, params, is_default):  # noqa: ANN001
+        from types import SimpleNamespace
+
+        self.asked.append(tuple(sorted(params.items())))
+        return SimpleNamespace(started=1.0, t_max_us={s: 2.0 for s in launch.sizes})
+
+
+def test_recording_into_a_finished_parquet_grid_resumes_it_instead_of_overwriting(tmp_path):
+    from autotune.measure import MeasurementPlan
+    from autotune.recording import record
+    from autotune.space import TrialContext, load_space
+
+    space, ctx = load_space(str(SPACE)), TrialContext("allreduce", 1)
+    plan = MeasurementPlan(collective="allreduce", nodes=1, ppn=2, sizes=(8, 64), repetitions=1,
+                           stages=1, time_per_size=0.01)
+    out = tmp_path / "grid.parquet"
+    first = _Launches()
+    record(out, space, ctx, {}, plan, first, passes=1, seed=3, benchmark="mpi4py")
+    finished = pd.read_parquet(out)
+    assert len(first.asked) == 6 and len(finished) == 6 * 2
+    assert not out.with_suffix(".partial.csv").exists()
+
+    again = _Launches()  # the same file, one pass more: only the new pass is measured
+    progress = record(out, space, ctx, {}, plan, again, passes=2, seed=3, benchmark="mpi4py")
+    assert progress.resumed == 6 and progress.done == 6 and len(again.asked) == 6
+    grown = pd.read_parquet(out)
+    assert len(grown) == 2 * 6 * 2 and set(grown["pass"]) == {"0", "1"}
+    kept = grown[grown["pass"] == "0"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(kept, finished)  # the first pass's rows, untouched
+
+    asked_again = _Launches()  # nothing missing: nothing measured, nothing lost
+    record(out, space, ctx, {}, plan, asked_again, passes=1, seed=3, benchmark="mpi4py")
+    assert asked_again.asked == [] and len(pd.read_parquet(out)) == len(grown)
