@@ -8,7 +8,8 @@ export deploys: the best configuration's settings, or, where per-size rules were
 rules file `export --format ompi-rules` writes with the configuration's other settings. The
 rounds are the endgame's engine (rounds.py): the default, then the best, size block by size
 block as the study's plan does; per size the log-ratio of t_max, per round the weighted
-score; intervals of the rounds' trimmed mean, as the confirmation's (stats.trimmed_interval).
+score; intervals of the rounds' trimmed mean, as the confirmation's (stats.trimmed_interval),
+unless the plain mean is not faster (`vouching_interval`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import optuna
 from ..errors import AutotuneError, InputError
 from ..measure import MeasurementPlan, Measurer
 from ..space import LaunchSettings
-from ..stats import trimmed_interval
+from ..stats import Interval, mean_interval, trimmed_interval
 from ..storage import (VERIFICATION_ATTR, StoredVerification, StudyConfig, TrialRecord,
                        VerifiedSize, load_baselines, stored_config, stored_confirmation,
                        stored_verification)
@@ -161,6 +162,17 @@ def search_figure(study: optuna.Study, best: BestConfig
     return (best.speedup or None), None
 
 
+def vouching_interval(values: list[float]) -> Interval:
+    """The interval the check reports: the trimmed mean's, as the confirmation judges, except
+    where it reads faster and the plain mean does not. That is a slow tail of the configuration's
+    own (a transport that stalls now and then), which trimming would cut: the plain mean's
+    interval is reported then, so the check never vouches for a gain its rounds lack on average."""
+    trimmed = trimmed_interval(values)
+    if trimmed.mean < 0 <= statistics.fmean(values):
+        return mean_interval(values)
+    return trimmed
+
+
 def summarize(measured: Rounds, *, benchmark: str, independent: bool, trial: int, rounds: int,
               search: tuple[float | None, tuple[float, float] | None],
               deployed: str = "") -> StoredVerification:
@@ -184,9 +196,9 @@ def summarize(measured: Rounds, *, benchmark: str, independent: bool, trial: int
     for size, ratios in sorted(measured.per_size.items()):
         if len(ratios) < MIN_ROUNDS:
             continue
-        speed, low, high = trimmed_interval(ratios).speedup()
+        speed, low, high = vouching_interval(ratios).speedup()
         sizes.append(VerifiedSize(size=size, speedup=speed, speedup_interval=(low, high)))
-    speed, low, high = trimmed_interval(measured.scores).speedup()
+    speed, low, high = vouching_interval(measured.scores).speedup()
     return replace(base, speedup=speed, speedup_interval=(low, high), sizes=tuple(sizes),
                    agrees=agreement((low, high), search[1], search[0]))
 

@@ -5,6 +5,7 @@ The real measurement is in test_verify_e2e.py."""
 from __future__ import annotations
 
 import math
+import statistics
 import random
 import time
 from pathlib import Path
@@ -314,3 +315,19 @@ def test_a_check_of_another_deployment_does_not_count(tmp_path):
     assert best_config(study).verification is not None
     _adopt_rules(study, 1)
     assert best_config(study).verification is None  # it measured the configuration alone
+
+
+def test_a_slow_fifth_of_the_best_is_not_trimmed_into_a_verified_gain():
+    """16 rounds 10% faster and 4 rounds twice as slow: slower on average. The trimmed mean alone
+    would cut the slow rounds and report a proven gain; the check reports the plain mean."""
+    slow_fifth = [-0.1 + 0.002 * (i % 5) for i in range(16)] + [0.7, 0.72, 0.69, 0.71]
+    measured = Rounds(per_size={8: slow_fifth}, scores=slow_fifth, argv=("mpirun",))
+    result = summarize(measured, benchmark="IMB-MPI1", independent=True, trial=1, rounds=20,
+                       search=(1.1, (1.02, 1.2)))
+    assert result.speedup == pytest.approx(math.exp(-statistics.fmean(slow_fifth)))
+    assert result.speedup < 1 and result.speedup_interval[0] < 1 < result.speedup_interval[1]
+    assert result.sizes[0].speedup == pytest.approx(result.speedup)
+    disturbed = [-0.1 + 0.002 * (i % 5) for i in range(16)] + [0.7, -0.9, 0.69, -0.8]
+    trimmed = summarize(Rounds(scores=disturbed, argv=("mpirun",)), benchmark="IMB-MPI1",
+                        independent=True, trial=1, rounds=20, search=(1.1, (1.02, 1.2)))
+    assert trimmed.speedup_interval[0] > 1  # far rounds on both sides: the trimmed mean's
