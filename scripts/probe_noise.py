@@ -5,11 +5,11 @@ configuration looks faster?
 Launches of the untuned stack and of one other configuration (`--mca`, default plain
 `pml=ucx`), alternating in a fresh random order per round, one launch after the other. Each
 launch (2 ranks, mpi4py) times, per rank, a CPU-only loop (pure Python arithmetic: no MPI, no
-memory traffic) before and after its allreduce sizes, and each size once for about
-`--time-per-size` seconds, a barrier after every call (as IMB and the kernel time a blocking
-collective). A rank's CPU index is its loop's time over the fastest tenth of that rank's loops
-in the run: 1.0 when its CPU ran at full speed, about 1.5 when a neighbour of the virtual
-machine shared the core. A launch is "contended" when either rank's index is at least
+memory traffic; both ranks after a barrier) before and after its allreduce sizes, and each size
+once for about `--time-per-size` seconds, a barrier after every call (as IMB and the kernel time
+a blocking collective). A rank's CPU index is its loop's time over the fastest tenth of that
+rank's loops in the run: 1.0 when its CPU ran at full speed, about 1.5 when a neighbour of the
+virtual machine shared the core. A launch is "contended" when either rank's index is at least
 `--contended` (1.25).
 
 Printed: per launch (with `--per-launch`) the CPU indexes and each size's time over the
@@ -59,7 +59,8 @@ def rank_side(sizes: list[int], time_per_size: float) -> None:
 
     def cpu_runs() -> list[float]:
         times = []
-        for _ in range(CPU_RUNS):
+        for _ in range(CPU_RUNS):  # both ranks at once: neither loop overlaps the other's
+            comm.Barrier()  # polling inside MPI, which would slow it on a shared core
             t0 = time.perf_counter()
             spin(steps)
             times.append((time.perf_counter() - t0) / steps * 1e9)  # ns per step
