@@ -5,8 +5,8 @@ The real measurement is in test_verify_e2e.py."""
 from __future__ import annotations
 
 import math
-import statistics
 import random
+import statistics
 import time
 from pathlib import Path
 from types import SimpleNamespace
