@@ -11,6 +11,7 @@ import time
 
 import optuna
 import pytest
+import sqlalchemy.exc
 
 from autotune.campaign import CAMPAIGN_ATTR, CaseMark
 
@@ -36,8 +37,9 @@ def test_campaign_killed_resumed_finished_reported_exported(autotune_cli, tmp_pa
     assert [c["case"] for c in status["cases"]] == list(LABELS)  # run order: fewest ranks first
     pid = status["pid"]
     assert status["alive"] and pid
+    store = f"sqlite:///{tmp_path / 'home' / 'autotune.db'}"
     try:
-        _kill_mid_campaign(autotune_cli, pid)
+        _kill_mid_campaign(autotune_cli, pid, store)
     finally:
         _kill_group(pid)
     killed = _status(autotune_cli)
@@ -50,7 +52,6 @@ def test_campaign_killed_resumed_finished_reported_exported(autotune_cli, tmp_pa
     assert "recovered trials" in resumed.stderr  # the trial the kill left running
     final = _status(autotune_cli)
     assert final["counts"]["done"] == 4, final
-    store = f"sqlite:///{tmp_path / 'home' / 'autotune.db'}"
     for label in LABELS:
         study = optuna.load_study(study_name=f"{NAME}.{label}", storage=store)
         mark = CaseMark.from_dict(study.user_attrs[CAMPAIGN_ATTR])
@@ -89,8 +90,11 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def _kill_mid_campaign(autotune_cli, pid: int) -> None:
-    """SIGKILL the daemon once the second case has begun: the first is done, the second not."""
+def _kill_mid_campaign(autotune_cli, pid: int, store: str) -> None:
+    """SIGKILL the daemon inside a trial of the second case: the first case is done, the second
+    not, and one of its trials is left RUNNING for the resume to recover. The daemon's group is
+    frozen (SIGSTOP) while the storage is read, so the trial seen running cannot end before the
+    kill; when none is running, the group goes on (SIGCONT) and the next look comes later."""
     deadline = time.time() + 240
     while time.time() < deadline:
         states = {c["case"]: c["state"] for c in _status(autotune_cli)["cases"]}
@@ -99,5 +103,20 @@ def _kill_mid_campaign(autotune_cli, pid: int) -> None:
         time.sleep(0.5)
     else:
         pytest.fail(f"the second case never started: {states}")
-    os.kill(pid, signal.SIGKILL)
-    time.sleep(1)
+    while time.time() < deadline:
+        os.killpg(pid, signal.SIGSTOP)
+        if _running_trials(store, f"{NAME}.allgather-1n1p"):
+            os.killpg(pid, signal.SIGKILL)
+            time.sleep(1)
+            return
+        os.killpg(pid, signal.SIGCONT)
+        time.sleep(0.1)
+    pytest.fail("no trial of the second case was seen running")
+
+
+def _running_trials(store: str, study_name: str) -> list:
+    try:
+        study = optuna.load_study(study_name=study_name, storage=store)
+        return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+    except (KeyError, sqlalchemy.exc.OperationalError):
+        return []  # not created yet, or frozen inside a write: look again later
