@@ -123,6 +123,7 @@ def test_killing_a_node_mid_trial_fails_only_that_trial(cluster, tmp_path):
     proc = start_background(cluster, tmp_path, "--parallel", "2", trials="5")
     wait_running(tmp_path, 2, proc)
     time.sleep(2.0)  # inside their launches
+    wait_running(tmp_path, 2, proc)  # again: one may have ended in the sleep, its next not begun
     during = {t.number for t in running_trials(tmp_path)}
     killed = cluster.kill_node(3)
     _, stderr = proc.communicate(timeout=600)
@@ -151,6 +152,7 @@ def test_losing_the_head_stops_the_run_and_keeps_the_study(cluster, tmp_path):
     proc = start_background(cluster, tmp_path, "--ray-head-grace", "5", trials="50")
     wait_running(tmp_path, 1, proc)
     time.sleep(1.0)
+    wait_running(tmp_path, 1, proc)  # again: the kill must find a trial to interrupt
     complete_before = sum(t.state == TrialState.COMPLETE for t in load(tmp_path).trials)
     t0 = time.time()
     cluster.kill_head()
