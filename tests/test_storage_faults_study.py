@@ -8,18 +8,7 @@ import time
 import optuna
 import pytest
 
-from tests.storage import fill_disk
-
-
-def trials_in(db, state):
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
-        try:
-            return con.execute("SELECT count(*) FROM trials WHERE state = ?", (state,)).fetchone()[0]
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return 0
+from tests.storage import fill_disk, trials_in
 
 
 def wait_for_a_trial(db, state):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import time
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import optuna
 import pytest
 
 from autotune.campaign import CAMPAIGN_ATTR, CaseMark
+from tests.storage import trials_in
 
 pytestmark = pytest.mark.mpi
 
@@ -107,7 +107,7 @@ def _kill_mid_campaign(autotune_cli, pid: int, db: Path) -> None:
         pytest.fail(f"the second case never started: {states}")
     while time.time() < deadline:
         os.killpg(pid, signal.SIGSTOP)
-        if _running_trials(db, f"{NAME}.allgather-1n1p"):
+        if trials_in(db, "RUNNING", f"{NAME}.allgather-1n1p"):
             os.killpg(pid, signal.SIGKILL)
             time.sleep(1)
             return
@@ -115,17 +115,3 @@ def _kill_mid_campaign(autotune_cli, pid: int, db: Path) -> None:
         time.sleep(0.1)
     pytest.fail("no trial of the second case was seen running")
 
-
-def _running_trials(db: Path, study_name: str) -> int:
-    """Trials of the study RUNNING in the storage, read while the daemon is frozen: read-only,
-    and a lock it holds is not waited for (50 ms, not SQLite's 5 s) but looked at again later."""
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.05)
-        try:
-            return con.execute("SELECT count(*) FROM trials JOIN studies USING (study_id) "
-                               "WHERE study_name = ? AND state = 'RUNNING'",
-                               (study_name,)).fetchone()[0]
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return 0  # not created yet, or frozen inside a write

@@ -4,6 +4,7 @@ controller writes (literal keys: this pins the stored format that old studies ha
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +113,21 @@ def fill_disk(disk: Path) -> Path:
     finally:
         os.close(fd)
     return filler
+
+
+def trials_in(db: Path, state: str, study_name: str | None = None) -> int:
+    """Trials in `state` (of one study, if named) read from the SQLite file behind a running
+    study: read-only, and a lock its writer holds is not waited for (50 ms) but reads as 0,
+    to be looked at again later (the writer may be frozen mid-commit)."""
+    query = "SELECT count(*) FROM trials JOIN studies USING (study_id) WHERE state = ?"
+    args: tuple[str, ...] = (state,)
+    if study_name is not None:
+        query, args = query + " AND study_name = ?", (state, study_name)
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.05)
+        try:
+            return con.execute(query, args).fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0  # not created yet, or locked
