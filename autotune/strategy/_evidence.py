@@ -50,6 +50,13 @@ class Measured:
         return self._mean[1]
 
     @property
+    def median(self) -> float:
+        """The median of its rounds, 0 for the default (or before any round)."""
+        if self.reference or not self.rounds:
+            return 0.0
+        return float(np.median(self.rounds))
+
+    @property
     def spread(self) -> float:
         """A robust sd of its rounds (the median absolute deviation scaled to a normal sd;
         from two rounds, their difference over sqrt 2). Kept until a round is added: the

@@ -343,3 +343,29 @@ def test_when_the_model_sees_nothing_faster_own_measurements_still_reach_the_con
         assert full[params_key(dict(trial.params))].mean < 0
     strategy.evidence.noise_sd = lambda: 10.0  # nothing is sure under that much noise
     assert strategy.confirm_candidates(study, 3) == []
+
+
+def test_the_one_knob_place_goes_by_its_own_rounds_not_the_models_pooling(grid):
+    """Quick start 50 (2026-11-29): plain pml=ucx read -0.08 to -0.25 in all five rounds, but the
+    model, crediting its gain to UCX_TLS variants, put it at -0.07, below mapping=block, whose
+    median round was -0.07 and whose place came from one wild round of -1.03."""
+    strategy = ScreenStrategy(seed=0, race=False)  # every proposal measured in full
+    _, study = replay_study(grid, strategy, budget=12, seed=0)
+    by_changed = {tuple(sorted(changed(m.params).items())): m for m in strategy.measured.values()}
+    plain = by_changed[(("pml", "ucx"),)]
+    wild = by_changed[(("coll_tuned_allreduce_algorithm", "3"),)]
+    assert plain.complete and wild.complete
+    plain.rounds[:] = [-0.253, -0.084, -0.214, -0.187, -0.111]
+    wild.rounds[:] = [-1.031, -0.029, -0.066, -0.072, -0.357]
+    full = [m for m in strategy.measured.values() if m.complete]
+    pooled = {id(plain): -0.066, id(wild): -0.134}
+
+    class Pooling:  # the run's posterior means: the wild one ahead of plain pml=ucx
+        def mean(self, x):
+            return np.array([pooled.get(id(m), -0.2) for m in full])
+
+    strategy.evidence.fit = lambda measured=None: Pooling()
+    picked = [changed(t.params) for t in strategy.confirm_candidates(study, 3)]
+    assert picked[-1] == {"pml": "ucx"}, picked
+    assert {"coll_tuned_allreduce_algorithm": "3"} not in picked
+
