@@ -368,4 +368,3 @@ def test_the_one_knob_place_goes_by_its_own_rounds_not_the_models_pooling(grid):
     picked = [changed(t.params) for t in strategy.confirm_candidates(study, 3)]
     assert picked[-1] == {"pml": "ucx"}, picked
     assert {"coll_tuned_allreduce_algorithm": "3"} not in picked
-
