@@ -28,8 +28,8 @@ Measurement is the cost, so it is spent where it can change the answer:
   (never two of the same trial: their errors would be one);
 - the candidates for confirmation are the best by the model's posterior mean, which pools every
   measurement (a lucky round of one configuration is shrunk towards what its knobs do
-  elsewhere), among the configurations measured in full, and the best one-knob change by the
-  median of its own rounds.
+  elsewhere), among the configurations measured in full, and of the one-knob changes among
+  them, the one with the lowest median round (if below 0).
 """
 
 from __future__ import annotations
@@ -369,14 +369,14 @@ class ScreenStrategy(Strategy):
     def confirm_candidates(self, study: optuna.Study, k: int) -> list[FrozenTrial]:
         """The k configurations with the best posterior mean among those measured in full that
         the model sees faster than the default, then those whose own rounds are faster beyond
-        their noise (`faster_on_its_own`); the last place goes to the best one-knob change
-        (plain `pml=ucx`, say) when it is not among them. The model pools a knob's effect over
+        their noise (`faster_on_its_own`); the last place goes to the best one-knob change among
+        those (plain `pml=ucx`, say) when it is not among the first k. The model pools a knob's effect over
         every configuration that has it, so the top places tend to share their knobs; the
         one-knob change is what a person tuning by hand tries first, and the confirmation then
         prefers it to a combination it cannot tell apart from it (confirm.simplest_equivalent).
-        That place is ranked by each one-knob change's own rounds (their median, robust to one
-        wild round), not by the model, which credits a knob's gain to the combinations sharing
-        it. In a quick start the model read plain `pml=ucx` (five rounds of -0.08 to -0.25) at
+        Of the one-knob changes so ranked, the place goes by their own rounds (the lowest
+        median, if below 0: robust to one wild round), not by the model, which credits a knob's
+        gain to the combinations sharing it. In a quick start the model read plain `pml=ucx` (five rounds of -0.08 to -0.25) at
         -0.07 beside its `UCX_TLS` variants, and the place went to `mapping=block`, whose
         median round was -0.07, on the strength of one round of -1.03.
         On a noisy day the model can shrink every effect to nothing (single launches of pruned
@@ -401,10 +401,9 @@ class ScreenStrategy(Strategy):
                               and faster_on_its_own(m, noise)), key=lambda i: full[i].mean)
             picked = ranked[:k]
             defaults = knob_defaults(self.params)
-            simple = sorted((i for i, m in enumerate(full) if not m.reference
-                             and knobs_changed(m.params, defaults) == 1 and m.median < 0),
-                            key=lambda i: full[i].median)
-            if k >= 2 and picked and simple and simple[0] not in picked:
+            simple = sorted((i for i in ranked if knobs_changed(full[i].params, defaults) == 1
+                             and full[i].median < 0), key=lambda i: full[i].median)
+            if k >= 2 and simple and simple[0] not in picked:
                 picked = picked[:k - 1] + simple[:1]
             numbers = [full[i].complete[-1] for i in picked]
         trials = {t.number: t for t in study.get_trials(deepcopy=False,

@@ -349,19 +349,24 @@ def test_the_one_knob_place_goes_by_its_own_rounds_not_the_models_pooling(grid):
     """Quick start 50 (2026-11-29): plain pml=ucx read -0.08 to -0.25 in all five rounds, but the
     model, crediting its gain to UCX_TLS variants, put it at -0.07, below mapping=block, whose
     median round was -0.07 and whose place came from one wild round of -1.03."""
+    from autotune.strategy._evidence import Measured
+
     strategy = ScreenStrategy(seed=0, race=False)  # every proposal measured in full
     _, study = replay_study(grid, strategy, budget=12, seed=0)
     by_changed = {tuple(sorted(changed(m.params).items())): m for m in strategy.measured.values()}
     plain = by_changed[(("pml", "ucx"),)]
     wild = by_changed[(("coll_tuned_allreduce_algorithm", "3"),)]
     assert plain.complete and wild.complete
-    plain.rounds[:] = [-0.253, -0.084, -0.214, -0.187, -0.111]
-    wild.rounds[:] = [-1.031, -0.029, -0.066, -0.072, -0.357]
+    for m, rounds in ((plain, [-0.253, -0.084, -0.214, -0.187, -0.111]),
+                      (wild, [-1.031, -0.029, -0.066, -0.072, -0.357])):
+        key = params_key(m.params)
+        strategy.measured[key] = Measured(m.params, rounds, list(m.complete), row=m.row)
+    plain, wild = (strategy.measured[params_key(m.params)] for m in (plain, wild))
     full = [m for m in strategy.measured.values() if m.complete]
     pooled = {id(plain): -0.066, id(wild): -0.134}
 
     class Pooling:  # the run's posterior means: the wild one ahead of plain pml=ucx
-        def mean(self, x):
+        def mean(self, x):  # rows in the order of `full`, as confirm_candidates asks for them
             return np.array([pooled.get(id(m), -0.2) for m in full])
 
     strategy.evidence.fit = lambda measured=None: Pooling()
