@@ -370,15 +370,16 @@ class ScreenStrategy(Strategy):
         """The k configurations with the best posterior mean among those measured in full that
         the model sees faster than the default, then those whose own rounds are faster beyond
         their noise (`faster_on_its_own`); the last place goes to the best one-knob change among
-        those (plain `pml=ucx`, say) when it is not among the first k. The model pools a knob's effect over
-        every configuration that has it, so the top places tend to share their knobs; the
-        one-knob change is what a person tuning by hand tries first, and the confirmation then
-        prefers it to a combination it cannot tell apart from it (confirm.simplest_equivalent).
-        Of the one-knob changes so ranked, the place goes by their own rounds (the lowest
-        median, if below 0: robust to one wild round), not by the model, which credits a knob's
-        gain to the combinations sharing it. In a quick start the model read plain `pml=ucx` (five rounds of -0.08 to -0.25) at
-        -0.07 beside its `UCX_TLS` variants, and the place went to `mapping=block`, whose
-        median round was -0.07, on the strength of one round of -1.03.
+        those (plain `pml=ucx`, say) when it is not among the first k. The model pools a knob's
+        effect over every configuration that has it, so the top places tend to share their
+        knobs; the one-knob change is what a person tuning by hand tries first, and the
+        confirmation then prefers it to a combination it cannot tell apart from it
+        (confirm.simplest_equivalent). Of the one-knob changes so ranked, the place goes by
+        their own rounds (the lowest median, if below 0: robust to one wild round), not by the
+        model, which credits a knob's gain to the combinations sharing it. In a quick start the
+        model read plain `pml=ucx` (five rounds of -0.08 to -0.25) at -0.07 beside its
+        `UCX_TLS` variants, and the place went to `mapping=block`, whose median round was
+        -0.07, on the strength of one round of -1.03.
         On a noisy day the model can shrink every effect to nothing (single launches of pruned
         trials reading 2-3x slow): its posterior then ranks no configuration faster, while one
         measured in full reads 1.26x over 5 rounds; the confirmation, not the model, decides."""
