@@ -35,6 +35,7 @@ class BestConfig:
     context: dict
     config: StudyConfig | None
     n_complete: int
+    pruned: bool = False  # the search stopped it early; only the confirmation measured it in full
     confirmed: bool = False
     confirmed_speedup: tuple[float, float, float] | None = None  # speedup, CI low, CI high
     confirmed_level: str = ""  # how to read the interval: `95% CI, simultaneous over 9`
@@ -82,9 +83,7 @@ def best_config(study: optuna.Study) -> BestConfig:
             best = next((r for r in complete if r.is_default), best)
         else:
             best = next((r for r in complete if r.number == chosen.trial), None)
-            if best is None:
-                raise StorageError(f"the stored confirmation of study {study.study_name} names "
-                                   f"trial {chosen.trial}, which is not a completed trial")
+            best = best or _pruned_trial(study, chosen.trial)
             assert chosen.speedup is not None and chosen.speedup_interval is not None
             interval = (chosen.speedup, *chosen.speedup_interval)
     settings = best.settings
@@ -94,7 +93,7 @@ def best_config(study: optuna.Study) -> BestConfig:
                       params=dict(best.params), env=dict(settings.env), mca=dict(settings.mca),
                       mpirun_args=tuple(settings.mpirun_args), host=dict(best.host),
                       context=dict(best.context), config=stored_config(study),
-                      n_complete=len(complete),
+                      n_complete=len(complete), pruned=best.state == TrialState.PRUNED.name,
                       confirmed=confirmation is not None and not confirmation.legacy,
                       confirmed_speedup=interval,
                       confirmed_level=confirmation.level if confirmation else "",
@@ -103,6 +102,17 @@ def best_config(study: optuna.Study) -> BestConfig:
                       verification=None if best.is_default else verification_for(
                           stored_verification(study), best.number, "rules" in rules),
                       noise=noise_floor(study), **rules)
+
+
+def _pruned_trial(study: optuna.Study, number: int) -> TrialRecord:
+    """A confirmed trial the search stopped early: the confirmation, which measured it in full,
+    may race a one-knob change the search pruned in a noisy start (strategy.screen)."""
+    record = next((TrialRecord.from_trial(t) for t in study.get_trials(
+        deepcopy=False, states=(TrialState.PRUNED,)) if t.number == number), None)
+    if record is None:
+        raise StorageError(f"the stored confirmation of study {study.study_name} names trial "
+                           f"{number}, which is not a completed or pruned trial")
+    return record
 
 
 def _rules_of(study: optuna.Study, best: TrialRecord) -> dict:
@@ -164,8 +174,13 @@ def header_lines(best: BestConfig, now: dt.datetime) -> list[str]:
         else:
             lines.append(f"# scored over {describe_sizes(config)}, weights: "
                          f"{p(config.weights_source)}")
-    lines.append(f"# best of {best.n_complete} completed trials: trial {best.trial}, measured speedup "
-                 f"{best.speedup:.3f}x over the default (weighted mean log-ratio {best.value:+.4f})")
+    if best.pruned:
+        lines.append(f"# trial {best.trial}, stopped early in the search ({best.n_complete} "
+                     "trials completed) and measured in full in the confirmation")
+    else:
+        lines.append(f"# best of {best.n_complete} completed trials: trial {best.trial}, measured "
+                     f"speedup {best.speedup:.3f}x over the default (weighted mean log-ratio "
+                     f"{best.value:+.4f})")
     if best.confirmed_speedup:
         speed, low, high = best.confirmed_speedup
         lines.append(f"# confirmed against the default in interleaved rounds: speedup {speed:.3f}x "

@@ -30,8 +30,11 @@ def json_file(best: BestConfig, now: dt.datetime | None = None) -> str:
         "study": best.study,
         "trial": best.trial,
         "is_default": best.is_default,
-        "speedup": best.speedup,  # measured in the search, against the interleaved default
-        "value": best.value,  # weighted mean log-ratio to the default (lower is better)
+        # measured in the search, against the interleaved default (None: it was stopped early
+        # there, and only the confirmation measured it in full)
+        "speedup": None if best.pruned else best.speedup,
+        "value": None if best.pruned else best.value,  # weighted mean log-ratio (lower: better)
+        "pruned": best.pruned,
         "confirmed": confirmed,  # None when no confirmation ran or the default stayed best
         # the independent check of this trial (another benchmark against the untuned stack)
         "verification": check.to_dict() if check is not None else None,

@@ -134,9 +134,10 @@ def speedup_data(record: TrialRecord, weights: Mapping[int, float], best: BestCo
         label = best.verification.label
         verified = tuple((v.size, v.speedup, *v.speedup_interval)
                          for v in best.verification.sizes)
-    return SpeedupData(trial=record.number,
-                       label=f"trial {record.number}" + ("" if confirmed_best or not best.is_default
-                                                          else " (search's best, unconfirmed)"),
+    note = ("" if confirmed_best or not best.is_default else " (search's best, unconfirmed)")
+    if record.state == "PRUNED":  # raced in the confirmation after the search stopped it
+        note = " (stopped early in the search: the sizes of its first launches)"
+    return SpeedupData(trial=record.number, label=f"trial {record.number}{note}",
                        confirmed=confirmed_best and best.confirmed and not best.is_default,
                        sizes=tuple(rows),
                        weighted=math.exp(sum(r.contribution for r in rows)),

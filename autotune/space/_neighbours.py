@@ -73,7 +73,12 @@ def knob_defaults(params: Sequence[Parameter]) -> dict[str, Any]:
 def knobs_changed(point: Mapping[str, Any], defaults: Mapping[str, Any]) -> int:
     """How many knobs `point` sets away from their defaults: plain `pml=ucx` changes one (its
     UCX knobs stay at UCX's own defaults); context parameters are never counted."""
-    return sum(1 for k, v in point.items() if k in defaults and str(v) != str(defaults[k]))
+    return len(changed_knobs(point, defaults))
+
+
+def changed_knobs(point: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, str]:
+    """The knobs `point` sets away from their defaults, with the values it sets (as text)."""
+    return {k: str(v) for k, v in point.items() if k in defaults and str(v) != str(defaults[k])}
 
 
 def _key(params: Mapping[str, Any]) -> tuple:

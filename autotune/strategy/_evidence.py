@@ -28,6 +28,7 @@ class Measured:
     params: dict[str, Any]
     rounds: list[float] = field(default_factory=list)
     complete: list[int] = field(default_factory=list)  # its trials measured in full
+    pruned: list[int] = field(default_factory=list)  # its trials stopped early
     reference: bool = False  # the default: its score is 0 by definition
     row: int | None = None  # its row in the pool, once asked for
     _mean: tuple[int, float] = field(default=(-1, 0.0), repr=False, compare=False)
@@ -72,8 +73,8 @@ class Measured:
     def copy(self) -> Measured:
         """Its own list of rounds, to add to; the kept mean and spread go with it (they are
         worked out again once a round is added)."""
-        return Measured(self.params, list(self.rounds), self.complete, self.reference, self.row,
-                        self._mean, self._spread)
+        return Measured(self.params, list(self.rounds), self.complete, self.pruned,
+                        self.reference, self.row, self._mean, self._spread)
 
 
 class Evidence:
@@ -94,7 +95,7 @@ class Evidence:
         self._noise: tuple[int, float] = (-1, 0.0)  # noise_sd() at a version of `measured`
 
     def add(self, number: int, params: dict[str, Any], rounds: list[float], state: str) -> None:
-        """A trial's rounds (and, when it completed, its number) to its configuration's."""
+        """A trial's rounds to its configuration's, and its number by how it ended."""
         if not rounds:
             return
         key = params_key(params)
@@ -104,6 +105,8 @@ class Evidence:
         self._version += 1
         if state == "COMPLETE":
             entry.complete.append(number)
+        elif state == "PRUNED":
+            entry.pruned.append(number)
 
     def noise_sd(self) -> float:
         """Per-round sd of a score, pooled over configurations measured more than once (each

@@ -70,6 +70,29 @@ def test_best_config_follows_the_confirmation(study):
     assert "no candidate beat it beyond doubt" in env_file(cfg)
 
 
+def test_a_confirmed_trial_the_search_pruned_is_exported_as_measured_in_the_confirmation(study):
+    """The confirmation may race a one-knob change the search stopped early (strategy.screen):
+    once it is confirmed, it is the export, and the file says where its figure comes from."""
+    pruned = add_trial(study, "self,tcp", "PRUNED",
+                       attrs=controller_attrs(state="PRUNED", env={"UCX_TLS": "self,tcp"}))
+    study.set_user_attr(CONFIRMATION_ATTR, _confirmation(pruned))
+    cfg = best_config(study)
+    assert (cfg.trial, cfg.pruned, cfg.confirmed, cfg.n_complete) == (pruned, True, True, 3)
+    assert cfg.env == {"UCX_TLS": "self,tcp"} and cfg.claimed == pytest.approx(math.exp(0.1))
+    text = env_file(cfg, now=NOW)
+    assert f"# trial {pruned}, stopped early in the search (3 trials completed)" in text
+    assert "measured speedup" not in text and "export UCX_TLS=self,tcp" in text
+    doc = json.loads(json_file(cfg, now=NOW))
+    assert (doc["trial"], doc["pruned"], doc["speedup"], doc["value"]) == (pruned, True, None, None)
+    assert doc["confirmed"]["speedup"] == pytest.approx(math.exp(0.1))
+
+
+def test_a_confirmation_naming_a_failed_trial_is_a_storage_error(study):
+    study.set_user_attr(CONFIRMATION_ATTR, _confirmation(3))  # trial 3 failed
+    with pytest.raises(StorageError, match="trial 3, which is not a completed or pruned trial"):
+        best_config(study)
+
+
 @pytest.mark.parametrize("garbage", [_confirmation(9), {"best_trial": "two"}, ["x"]])
 def test_garbled_confirmation_is_a_storage_error(study, garbage):
     study.set_user_attr(CONFIRMATION_ATTR, garbage)

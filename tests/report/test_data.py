@@ -18,7 +18,7 @@ from autotune.report._html import render
 from autotune.report._sizes import per_size_ratios
 from autotune.rules import AlgorithmChoice, RuleSet, SizeBand
 from autotune.storage import Comparison, RuleVariant, StoredRules
-from autotune.storage import CONFIG_ATTR, stored_config, trial_records
+from autotune.storage import CONFIG_ATTR, CONFIRMATION_ATTR, stored_config, trial_records
 from tests.report import REPS, SIZES, config_dict, handmade_study
 
 
@@ -466,3 +466,24 @@ def test_unconfirmed_overlap_best_is_labelled_and_the_cli_prints_the_table(tmp_p
                        "overlap_pct": 40.0, "launches": 3}
     plain = handmade_study(tmp_path)
     assert study_overlap(plain, best_config(plain)) is None
+
+
+def test_a_confirmed_trial_the_search_pruned_is_the_verdict_and_says_so(tmp_path):
+    """The confirmation may race (and confirm) a one-knob change the search pruned early
+    (strategy.screen): the page names it, with its first launches per size marked as such."""
+    from autotune.report import figures
+
+    study = handmade_study(tmp_path)
+    confirmation = dict(study.user_attrs[CONFIRMATION_ATTR])
+    confirmation["best_trial"] = 3  # pruned after two sizes in the search
+    confirmation["candidates"] = [{"trial": 3, "speedup": 1.2, "speedup_interval": [1.1, 1.3],
+                                   "verdict": "faster", "rounds": 5}]
+    study.set_user_attr(CONFIRMATION_ATTR, confirmation)
+    d = build(study)
+    assert d.verdict.winner == 3 and d.verdict.confirmed
+    assert "Trial 3 is 1.200x as fast as the untuned default" in d.verdict.headline
+    assert d.speedup.trial == 3 and [r.size for r in d.speedup.sizes] == [8, 64]
+    assert "stopped early in the search" in d.speedup.label
+    assert set(figures(d)) >= {"latency", "speedup"}
+    page = render(d, {"speedup": "speedup.png"})
+    assert "stopped early in the search" in page and "Trial 3" in page

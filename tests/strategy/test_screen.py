@@ -373,3 +373,39 @@ def test_the_one_knob_place_goes_by_its_own_rounds_not_the_models_pooling(grid):
     picked = [changed(t.params) for t in strategy.confirm_candidates(study, 3)]
     assert picked[-1] == {"pml": "ucx"}, picked
     assert {"coll_tuned_allreduce_algorithm": "3"} not in picked
+
+
+def test_the_leaders_pruned_one_knob_root_takes_the_one_knob_place(grid):
+    """Quick start 55 (2026-11-29): plain pml=ucx was pruned after one round of a noisy start
+    (+0.21), the leader became pml=ucx with a UCX_TLS, and plain pml=ucx, which IMB read 3.7 pp
+    faster than the leader, never reached the confirmation. The leader's pruned root is raced
+    now, when the model rates it faster than the default and none of its roots was measured
+    in full."""
+    from autotune.strategy._evidence import Measured
+
+    strategy = ScreenStrategy(seed=0, race=False)  # every proposal measured in full
+    _, study = replay_study(grid, strategy, budget=12, seed=0)
+    key_of = {tuple(sorted(changed(m.params).items())): k for k, m in strategy.measured.items()}
+    plain_key = key_of[(("pml", "ucx"),)]
+    leader_key = key_of[(("coll_tuned_allreduce_algorithm", "3"), ("pml", "ucx"))]
+    other_key = key_of[(("coll_tuned_allreduce_algorithm", "3"),)]  # the leader's other root
+    for key in (plain_key, other_key):  # both pruned after one slow round
+        m = strategy.measured[key]
+        strategy.measured[key] = Measured(m.params, [0.205], pruned=m.complete[-1:], row=m.row)
+    number = strategy.measured[plain_key].pruned[-1]
+    model = {leader_key: -0.3, plain_key: -0.2, other_key: -0.1}
+
+    class Model:  # rows carry their configuration's posterior mean
+        def mean(self, x):
+            return np.asarray(x)[:, 0]
+
+    def rows(ms):
+        return np.array([[model.get(params_key(m.params), -0.01)] for m in ms])
+
+    strategy.evidence.fit = lambda measured=None: Model()
+    strategy.evidence.rows = rows
+    picked = strategy.confirm_candidates(study, 3)
+    assert changed(picked[0].params) == {"pml": "ucx", "coll_tuned_allreduce_algorithm": "3"}
+    assert picked[-1].number == number and len(picked) == 3
+    model[plain_key] = 0.05  # the model sees it slower than the default: not raced
+    assert number not in [t.number for t in strategy.confirm_candidates(study, 3)]
