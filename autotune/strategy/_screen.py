@@ -419,7 +419,9 @@ class ScreenStrategy(Strategy):
         """The trial of the leader's pruned one-knob root, for the confirmation's one-knob
         place: when the leading candidate changes two or more knobs and none of them alone was
         measured in full, the one of them alone (pruned early) that the model rates best, if
-        faster than the default. The confirmation then measures it in full beside the leader
+        faster than the default: below the model's own estimate of the default, which a fit
+        to noisy rounds can put well above 0 (+0.12 in quick start 59, where plain `pml=ucx`,
+        one round of +0.59, read +0.11). The confirmation then measures it in full beside the leader
         and prefers it when it cannot tell the two apart. In two of twelve quick starts plain
         `pml=ucx` was pruned after one or two rounds of a noisy start (one read +0.21 while the
         default's own two rounds read +0.09 and +0.36 against their default launches), the
@@ -439,9 +441,11 @@ class ScreenStrategy(Strategy):
         roots = [m for m in self.measured.values() if m.pruned and not m.reference and is_root(m)]
         if not roots:
             return None
-        assert self.evidence is not None
-        mean, i = min((float(v), i) for i, v in enumerate(fitted.mean(self.evidence.rows(roots))))
-        return roots[i].pruned[-1] if mean < 0 else None
+        assert self.evidence is not None and self.setup is not None
+        default = self.measured.get(params_key(self.setup.default_params))
+        means = fitted.mean(self.evidence.rows(roots + ([default] if default else [])))
+        mean, i = min((float(v), i) for i, v in enumerate(means[:len(roots)]))
+        return roots[i].pruned[-1] if mean < (float(means[-1]) if default else 0.0) else None
 
     def describe(self) -> str:
         return ("screen: every knob one at a time from the untuned stack, then a model of main "
