@@ -134,10 +134,9 @@ def speedup_data(record: TrialRecord, weights: Mapping[int, float], best: BestCo
         label = best.verification.label
         verified = tuple((v.size, v.speedup, *v.speedup_interval)
                          for v in best.verification.sizes)
-    note = ("" if confirmed_best or not best.is_default else " (search's best, unconfirmed)")
-    if record.state == "PRUNED":  # raced in the confirmation after the search stopped it
-        note = " (stopped early in the search: the sizes of its first launches)"
-    return SpeedupData(trial=record.number, label=f"trial {record.number}{note}",
+    return SpeedupData(trial=record.number,
+                       label=f"trial {record.number}" + ("" if confirmed_best or not best.is_default
+                                                          else " (search's best, unconfirmed)"),
                        confirmed=confirmed_best and best.confirmed and not best.is_default,
                        sizes=tuple(rows),
                        weighted=math.exp(sum(r.contribution for r in rows)),
@@ -174,6 +173,9 @@ def verdict(best: BestConfig, confirmation: StoredConfirmation | None,
             headline = (f"UNCONFIRMED: trial {best.trial} measured {best.speedup:.3f}x over the "
                         "default in the search (the best of many noisy draws; no confirmation "
                         "ran).")
+        if best.pruned:
+            headline += (" The search stopped it early, so the per-size figures below do not "
+                         "show it: only the confirmation measured it in full.")
         if best.disagrees:
             headline += (" NOT RECOMMENDED: the independent check disagrees; the export keeps "
                          "the untuned stack.")

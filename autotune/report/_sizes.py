@@ -23,7 +23,10 @@ if TYPE_CHECKING:
 
 def speedup_subject(best: BestConfig, records: Sequence[TrialRecord]) -> int | None:
     """The trial whose per-size gain is shown: the confirmed (or exported) best; when that is the
-    default, the search's best non-default trial, shown as unconfirmed."""
+    default, the search's best non-default trial, shown as unconfirmed. None for a best the
+    search pruned: its few search launches are what the confirmation was there to overrule."""
+    if best.pruned:
+        return None
     if not best.is_default:
         return best.trial
     complete = [r for r in records if r.state == "COMPLETE" and not r.is_default

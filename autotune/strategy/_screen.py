@@ -29,7 +29,10 @@ Measurement is the cost, so it is spent where it can change the answer:
 - the candidates for confirmation are the best by the model's posterior mean, which pools every
   measurement (a lucky round of one configuration is shrunk towards what its knobs do
   elsewhere), among the configurations measured in full, and of the one-knob changes among
-  them, the one with the lowest median round (if below 0).
+  them, the one with the lowest median round (if below 0); when the leader changes several
+  knobs and none of them alone was measured in full, the last place goes to the one of them
+  alone that the search pruned (its "pruned root"), if the model rates it faster than the
+  default.
 """
 
 from __future__ import annotations
@@ -382,7 +385,9 @@ class ScreenStrategy(Strategy):
         -0.07, on the strength of one round of -1.03.
         On a noisy day the model can shrink every effect to nothing (single launches of pruned
         trials reading 2-3x slow): its posterior then ranks no configuration faster, while one
-        measured in full reads 1.26x over 5 rounds; the confirmation, not the model, decides."""
+        measured in full reads 1.26x over 5 rounds; the confirmation, not the model, decides.
+        The last place may instead go to the leader's pruned root (`_pruned_root`): the one
+        candidate not measured in full."""
         with self._lock:
             full = [m for m in self.measured.values() if m.complete]
             if not full:
@@ -438,7 +443,8 @@ class ScreenStrategy(Strategy):
 
         if any(is_root(m) for m in full):
             return None
-        roots = [m for m in self.measured.values() if m.pruned and not m.reference and is_root(m)]
+        roots = [m for m in self.measured.values() if m.pruned and not m.reference and is_root(m)
+                 and params_key(m.params) not in self.refused]  # a later trial failed: MPI refused
         if not roots:
             return None
         assert self.evidence is not None and self.setup is not None

@@ -77,6 +77,10 @@ def shapes(study):
     yield "forced", dataclasses.replace(best_config(study), force=True)
     _confirm(study, None)
     yield "default best", best_config(study)
+    pruned = add_trial(study, "self,tcp", "PRUNED",
+                       attrs=controller_attrs(state="PRUNED", env={"UCX_TLS": "self,tcp"}))
+    _confirm(study, pruned)
+    yield "pruned, confirmed", best_config(study)
 
 
 def test_every_shape_of_a_real_export_validates(study, validator):
@@ -97,7 +101,9 @@ def test_every_shape_of_a_real_export_validates(study, validator):
             assert doc["rules"]["bands"][1]["algorithm"] == 4
         if name == "withheld":
             assert "withheld" in doc and doc["env"] == {} and doc["rules"] is None
-    assert len(seen) == 9
+        if name == "pruned, confirmed":
+            assert doc["pruned"] is True and doc["speedup"] is None and doc["value"] is None
+    assert len(seen) == 10
 
 
 @pytest.mark.parametrize("change", [

@@ -470,7 +470,8 @@ def test_unconfirmed_overlap_best_is_labelled_and_the_cli_prints_the_table(tmp_p
 
 def test_a_confirmed_trial_the_search_pruned_is_the_verdict_and_says_so(tmp_path):
     """The confirmation may race (and confirm) a one-knob change the search pruned early
-    (strategy.screen): the page names it, with its first launches per size marked as such."""
+    (strategy.screen): the page names it, and does not show its few search launches per size as
+    its result (they are what got it pruned)."""
     from autotune.report import figures
 
     study = handmade_study(tmp_path)
@@ -482,8 +483,11 @@ def test_a_confirmed_trial_the_search_pruned_is_the_verdict_and_says_so(tmp_path
     d = build(study)
     assert d.verdict.winner == 3 and d.verdict.confirmed
     assert "Trial 3 is 1.200x as fast as the untuned default" in d.verdict.headline
-    assert d.speedup.trial == 3 and [r.size for r in d.speedup.sizes] == [8, 64]
-    assert "stopped early in the search" in d.speedup.label
-    assert set(figures(d)) >= {"latency", "speedup"}
-    page = render(d, {"speedup": "speedup.png"})
-    assert "stopped early in the search" in page and "Trial 3" in page
+    assert "The search stopped it early" in d.verdict.headline
+    # its two search launches (5x slower) are not shown as its per-size result, nor paired with
+    assert d.speedup is None and d.verdict.slower_sizes == ()  # the default's curve
+    assert 3 not in [c.trial for c in d.curves]
+    assert not any("paired with trial 3" in c.label for c in d.curves)
+    assert "latency" in figures(d)
+    page = render(d, {"latency": "latency.png"})
+    assert "The search stopped it early" in page and "Trial 3" in page

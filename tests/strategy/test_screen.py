@@ -412,3 +412,5 @@ def test_the_leaders_pruned_one_knob_root_takes_the_one_knob_place(grid):
     default_key = params_key(strategy.setup.default_params)
     model.update({default_key: 0.12, plain_key: 0.11, other_key: 0.2})  # quick start 59: the
     assert strategy.confirm_candidates(study, 3)[-1].number == number  # fit puts the default > 0
+    strategy.refused.add(plain_key)  # a later trial of it failed (MPI refused it): never raced
+    assert number not in [t.number for t in strategy.confirm_candidates(study, 3)]
