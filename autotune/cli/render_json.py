@@ -105,9 +105,9 @@ def _(result: BestReport) -> Any:
     from ..claims import below_noise_floor
 
     check = cfg.verification
-    data = {"study": cfg.study, "trial": cfg.trial,  # no search figure for a pruned trial
-            "value": None if cfg.pruned else cfg.value,
-            "speedup": None if cfg.pruned else cfg.speedup, "pruned": cfg.pruned,
+    speedup, value = cfg.search_figures
+    data = {"study": cfg.study, "trial": cfg.trial, "value": value, "speedup": speedup,
+            "pruned": cfg.pruned,
             "is_default": cfg.is_default, "params": cfg.params, "env": cfg.env, "mca": cfg.mca,
             "mpirun_args": list(cfg.mpirun_args),
             "confirmed_speedup": list(cfg.confirmed_speedup) if cfg.confirmed_speedup else None,

@@ -48,6 +48,12 @@ class BestConfig:
     rules_measured: StoredRules | None = None  # how they were chosen and measured
 
     @property
+    def search_figures(self) -> tuple[float | None, float | None]:
+        """The search's own (speedup, value) of this trial; (None, None) for a trial the search
+        pruned: it has no figure of its own there, only the confirmation's."""
+        return (None, None) if self.pruned else (self.speedup, self.value)
+
+    @property
     def disagrees(self) -> bool:
         """The independent check contradicts the search's claim (see verify.agreement)."""
         return self.verification is not None and self.verification.disagrees

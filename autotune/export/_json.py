@@ -30,10 +30,10 @@ def json_file(best: BestConfig, now: dt.datetime | None = None) -> str:
         "study": best.study,
         "trial": best.trial,
         "is_default": best.is_default,
-        # measured in the search, against the interleaved default (None: it was stopped early
-        # there, and only the confirmation measured it in full)
-        "speedup": None if best.pruned else best.speedup,
-        "value": None if best.pruned else best.value,  # weighted mean log-ratio (lower: better)
+        # measured in the search, against the interleaved default, and the weighted mean
+        # log-ratio (lower: better); None for a trial the search pruned
+        "speedup": best.search_figures[0],
+        "value": best.search_figures[1],
         "pruned": best.pruned,
         "confirmed": confirmed,  # None when no confirmation ran or the default stayed best
         # the independent check of this trial (another benchmark against the untuned stack)
