@@ -112,3 +112,29 @@ def test_study_listings_piped(autotune_cli, study_url):
     assert any(line.startswith("trials: 2 complete, 1 pruned, 1 failed") for line in status)
     data = json.loads(run(autotune_cli, "status", "--storage", study_url, "--format", "json"))
     assert data["study"] == "allreduce-test" and data["alive"] is False
+
+
+def test_best_of_a_confirmed_pruned_trial_has_no_search_figure(autotune_cli, tmp_path):
+    """The confirmation may confirm a trial the search stopped early (strategy.screen): `best`
+    shows the confirmation's speedup, and its JSON has no search speedup or value (null), not 0."""
+    from autotune.storage import CONFIRMATION_ATTR
+
+    study = new_study(tmp_path, name="allreduce-test")
+    add_trial(study, "all", attrs=controller_attrs(is_default=True, speedup=1.0), value=0.0)
+    add_trial(study, "self,sm", attrs=controller_attrs(speedup=1.05), value=-math.log(1.05))
+    pruned = add_trial(study, "self,tcp", "PRUNED", attrs=controller_attrs(state="PRUNED"))
+    study.set_user_attr(CONFIRMATION_ATTR, {
+        "rounds": 5, "best_trial": pruned, "finished": 1.0, "method": "t", "candidates": [{
+            "trial": pruned, "params": {}, "round_scores": [-0.2] * 5, "mean": -0.2,
+            "ci_low": -0.25, "ci_high": -0.15, "failed": "", "speedup": math.exp(0.2),
+            "speedup_interval": [1.16, 1.28]}]})
+    url = f"sqlite:///{tmp_path / 't.db'}"
+
+    text = run(autotune_cli, "best", "--storage", url).splitlines()
+    assert text[0].startswith(f"study allreduce-test: best is trial {pruned}, confirmed speedup "
+                              "1.221x"), text
+    assert "  UCX_TLS = self,tcp" in text
+    data = json.loads(run(autotune_cli, "best", "--storage", url, "--format", "json"))
+    assert (data["trial"], data["pruned"], data["speedup"], data["value"]) == (
+        pruned, True, None, None)
+    assert data["confirmed_speedup"][0] == pytest.approx(math.exp(0.2))
