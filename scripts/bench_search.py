@@ -82,6 +82,14 @@ def judge(path: str, configs: int, sweep: StrategyFigures, exhaustive: StrategyF
                    and half.regret_pp_median <= sweep.regret_pp_median + 1e-9)
 
 
+def library_versions() -> dict[str, str]:
+    """The numeric libraries a replay ran on: the same seeds give other trajectories under other
+    versions (docs/strategies.md), so a figure is tied to them."""
+    from importlib.metadata import version
+
+    return {name: version(name) for name in ("numpy", "scipy", "scikit-learn", "optuna")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("grids", nargs="+")
@@ -96,7 +104,9 @@ def main() -> None:
                         help="a directory: one PNG per grid (regret against size-launches)")
     args = parser.parse_args()
     budgets = [int(b) for b in args.budgets.split(",")]
-    verdicts, everything = [], {}
+    libraries = library_versions()
+    print("replayed with " + ", ".join(f"{k} {v}" for k, v in libraries.items()))
+    verdicts, everything = [], {"libraries": libraries}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for path in args.grids:
             grid = read_grid(path)
