@@ -183,6 +183,9 @@ def header_lines(best: BestConfig, now: dt.datetime) -> list[str]:
     if best.pruned:
         lines.append(f"# trial {best.trial}, stopped early in the search ({best.n_complete} "
                      "trials completed) and measured in full in the confirmation")
+    elif best.is_default:  # its ratio to itself is the allocation's noise, not a result
+        lines.append(f"# {best.n_complete} completed trials; exported: trial {best.trial}, the "
+                     "untuned stack itself")
     else:
         lines.append(f"# best of {best.n_complete} completed trials: trial {best.trial}, measured "
                      f"speedup {best.speedup:.3f}x over the default (weighted mean log-ratio "

@@ -204,6 +204,16 @@ def test_an_unconfirmed_best_is_labelled_and_a_slower_one_is_never_exported(tmp_
     assert "# UNCONFIRMED: the search's own figure" in text and "export UCX_TLS=self,tcp" in text
 
 
+def test_a_default_export_states_no_speedup_of_the_default_over_itself(tmp_path):
+    study = new_study(tmp_path)
+    add_trial(study, "all", attrs=controller_attrs(is_default=True, speedup=0.514, env={}),
+              value=0.665)  # a contended reading of the default against its own reference
+    add_trial(study, "self,sm", attrs=controller_attrs(speedup=0.9), value=0.1)
+    text = env_file(best_config(study), NOW)
+    assert "# 2 completed trials; exported: trial 0, the untuned stack itself" in text
+    assert "0.514" not in text and "measured speedup" not in text
+
+
 def test_the_kernels_test_hook_is_never_exported():
     with pytest.raises(StorageError, match="test-only hook"):
         env_file(best(mca={"mpi_autotune_test_corrupt_rank": "1"}))
