@@ -14,34 +14,21 @@ medians, the seeds resampled within each set (the runs are independent).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")  # one core per replay: --jobs processes share the machine
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import numpy as np
-from scipy import stats
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
-from autotune.replay import replay_once, true_speedups  # noqa: E402
+# first: bench_search sets one BLAS thread per replay before numpy is loaded
+from bench_search import _run  # noqa: E402  (one replay per job, grids read once per process)
+
+import numpy as np  # noqa: E402
+from scipy import stats  # noqa: E402
+
 from autotune.storage._grid import read_grid  # noqa: E402
-
-_GRIDS: dict[str, object] = {}
-
-
-def _run(job: tuple[str, str, int, int]) -> tuple[float, int]:
-    path, strategy, budget, seed = job
-    if path not in _GRIDS:
-        grid = read_grid(path)
-        _GRIDS[path] = (grid, true_speedups(grid))
-    grid, truth = _GRIDS[path]
-    run = replay_once(grid, strategy, budget, seed, truth=truth)  # type: ignore[arg-type]
-    return run.regret_pp, run.size_launches
 
 
 def _median_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -63,7 +50,7 @@ def main() -> None:
     with ProcessPoolExecutor(args.jobs) as pool:
         for strategy, budget in plan:
             jobs = [(args.grid, strategy, budget, seed) for seed in range(args.seeds)]
-            results[strategy] = list(pool.map(_run, jobs))
+            results[strategy] = [(r.regret_pp, r.size_launches) for r in pool.map(_run, jobs)]
     print("strategy\tbudget\tmedian size-launches\tmedian regret pp\tper-seed regrets pp (sorted)")
     for strategy, budget in plan:
         regrets = sorted(r for r, _ in results[strategy])
