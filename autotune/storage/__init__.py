@@ -19,7 +19,7 @@ from ._rules import Comparison, RuleVariant, StoredRules, save_rules, stored_rul
 from ._study import (ConfirmedCandidate, StoredConfirmation, StoredRun, StoredVerification,
                      VerifiedSize, stored_confirmation, stored_run, stored_verification)
 from ._trials import (HISTORY_COLUMNS, NBC_SIZE_COLUMNS, SIZE_COLUMNS, StudyConfig, history_frame,
-                      stored_config, trial_records, trials_done)
+                      stored_config, trial_records, trials_by_number, trials_done)
 from ._grid import Config, Grid, config_key, grid_rows, named_benchmark, read_grid
 from ._write import write_planned_params, write_user_attrs
 
@@ -36,4 +36,5 @@ __all__ = ["BASELINE_PREFIX", "CONFIG_ATTR", "CONFIRMATION_ATTR", "FINGERPRINT_A
            "recover_abandoned", "redact", "requeue_attrs", "run_attrs", "save_baseline",
            "save_rules", "save_trial", "skip_trial", "stored_config", "stored_confirmation",
            "stored_rules", "stored_run", "stored_verification", "study_names", "trial_attrs",
-           "trial_records", "trials_done", "write_planned_params", "write_user_attrs"]
+           "trial_records", "trials_by_number", "trials_done", "write_planned_params",
+           "write_user_attrs"]

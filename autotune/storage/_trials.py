@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -141,6 +142,25 @@ def _trimmed_or_none(values: list[float]) -> float | None:
 
 
 RERUN = ("interrupted", "abandoned")  # failed by a stop or a kill, and queued to run again
+
+
+def trials_by_number(study: optuna.Study, numbers: Sequence[int],
+                     states: Sequence[optuna.trial.TrialState]) -> list[optuna.trial.FrozenTrial]:
+    """The trials of these numbers that are in one of `states`, in the given order, read one by
+    one: `study.get_trials` reads every trial with all its attributes, over a second for a
+    1,000-trial SQLite study, to return three."""
+    storage = study._storage  # noqa: SLF001 - the public Study API reads all trials or none
+    found = []
+    for number in numbers:
+        try:
+            trial_id = storage.get_trial_id_from_study_id_trial_number(
+                study._study_id, number)  # noqa: SLF001
+        except KeyError:
+            continue
+        trial = storage.get_trial(trial_id)
+        if trial.state in states:
+            found.append(trial)
+    return found
 
 
 def trials_done(study: optuna.Study) -> int:

@@ -48,7 +48,8 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from ..space import changed_knobs, knob_defaults, knobs_changed, one_knob_changes, spread_values
-from ..storage import TrialKey, TrialRecord, params_key, write_planned_params
+from ..storage import (TrialKey, TrialRecord, params_key, trials_by_number,
+                       write_planned_params)
 from ._base import SearchSetup, Strategy, Verdict
 from ._planned import PlannedSampler
 from ._evidence import NOISE_PRIOR_SD, TOP, Evidence, Measured
@@ -415,9 +416,7 @@ class ScreenStrategy(Strategy):
             root = self._pruned_root(full[picked[0]], full, defaults, fitted) if picked else None
             if k >= 2 and root is not None:
                 numbers = numbers[:k - 1] + [root]
-        trials = {t.number: t for t in study.get_trials(
-            deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))}
-        return [trials[n] for n in numbers if n in trials]
+        return trials_by_number(study, numbers, (TrialState.COMPLETE, TrialState.PRUNED))
 
     def _pruned_root(self, leader: Measured, full: list[Measured], defaults: dict[str, Any],
                      fitted: Fit | None) -> int | None:

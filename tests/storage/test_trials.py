@@ -10,7 +10,7 @@ from optuna.trial import TrialState
 from autotune.errors import StorageError
 from autotune.storage import (BASELINE_PREFIX, CONFIG_ATTR, HISTORY_COLUMNS, SIZE_COLUMNS,
                               BaselineLaunch, StudyConfig, history_frame, load_baselines,
-                              save_baseline, stored_config, trial_records)
+                              save_baseline, stored_config, trial_records, trials_by_number)
 from tests.storage import CONFIG, add_trial, controller_attrs, new_study, reload
 
 
@@ -124,6 +124,19 @@ def test_trial_records_filter_by_state(tmp_path):
     add_trial(study, "self,tcp", "FAIL")
     assert [r.number for r in trial_records(study, (TrialState.FAIL,))] == [1]
     assert [r.state for r in trial_records(study)] == ["COMPLETE", "FAIL"]
+
+
+def test_trials_by_number_keeps_the_order_and_the_states_asked_for(tmp_path):
+    study = new_study(tmp_path)
+    for tls, state in (("all", "COMPLETE"), ("self,tcp", "PRUNED"), ("self,sm", "FAIL"),
+                       ("self,sm", "COMPLETE")):
+        add_trial(study, tls, state)
+    study = reload(study, tmp_path)
+    ended = (TrialState.COMPLETE, TrialState.PRUNED)
+    picked = trials_by_number(study, [3, 1, 2, 0, 9], ended)  # 2 failed, 9 does not exist
+    assert [(t.number, t.params["UCX_TLS"]) for t in picked] == [(3, "self,sm"), (1, "self,tcp"),
+                                                                  (0, "all")]
+    assert [t.number for t in trials_by_number(study, [1, 3], (TrialState.COMPLETE,))] == [3]
 
 
 def test_objective_is_part_of_the_config_and_old_studies_score_latency(tmp_path):
