@@ -48,8 +48,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from ..space import changed_knobs, knob_defaults, knobs_changed, one_knob_changes, spread_values
-from ..storage import (TrialKey, TrialRecord, params_key, trials_by_number,
-                       write_planned_params)
+from ..storage import TrialKey, TrialRecord, params_key, trials_by_number, write_planned_params
 from ._base import SearchSetup, Strategy, Verdict
 from ._planned import PlannedSampler
 from ._evidence import NOISE_PRIOR_SD, TOP, Evidence, Measured
