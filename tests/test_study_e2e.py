@@ -119,9 +119,13 @@ def test_a_losing_trial_stops_after_one_round_of_every_size(study_run):
         assert trial.user_attrs["sizes_measured"] == 12
         assert trial.user_attrs["launch_count"] % STAGES == 0
         assert trial.user_attrs["launch_count"] < STAGES * REPS, summary(study)
-    # the slow transport (about 7x at small sizes here) is stopped after its first round
-    tcp = [t for t in pruned if t.params["UCX_TLS"] == "self,tcp"]
-    assert tcp and all(t.user_attrs["launch_count"] == STAGES for t in tcp), summary(study)
+    # the slow transport (about 7x at small sizes here) is stopped after its first round when
+    # first seen; a later combination with it may get a second round (the model's first-round
+    # leniency and its uncertainty on few rows, on real noisy launches), never all of them
+    launched = [t for t in study.trials if not t.user_attrs.get("skipped")]
+    tcp = [t for t in launched if t.params["UCX_TLS"] == "self,tcp"]
+    assert tcp and all(t.state == optuna.trial.TrialState.PRUNED for t in tcp), summary(study)
+    assert tcp[0].user_attrs["launch_count"] == STAGES, summary(study)
 
 
 def test_config_that_breaks_mpi_fails_its_trial_and_the_study_goes_on(study_run):
