@@ -47,6 +47,11 @@ def study_run(tmp_path_factory, mpirun):
     return cli, proc, study
 
 
+def launched(study):
+    """The trials that ran (a proposal repeating a measured or refused one is failed unlaunched)."""
+    return [t for t in study.trials if not t.user_attrs.get("skipped")]
+
+
 def summary(study):
     return "\n".join(f"{t.number} {t.state.name} {t.params} {t.user_attrs.get('sizes_measured')} sizes "
                      f"{t.user_attrs.get('launch_count')} launches" for t in study.trials)
@@ -122,8 +127,7 @@ def test_a_losing_trial_stops_after_one_round_of_every_size(study_run):
     # the slow transport (about 7x at small sizes here) is stopped after its first round when
     # first seen; a later combination with it may get a second round (the model's first-round
     # leniency and its uncertainty on few rows, on real noisy launches), never all of them
-    launched = [t for t in study.trials if not t.user_attrs.get("skipped")]
-    tcp = [t for t in launched if t.params["UCX_TLS"] == "self,tcp"]
+    tcp = [t for t in launched(study) if t.params["UCX_TLS"] == "self,tcp"]
     assert tcp and all(t.state == optuna.trial.TrialState.PRUNED for t in tcp), summary(study)
     assert tcp[0].user_attrs["launch_count"] == STAGES, summary(study)
 
@@ -131,13 +135,12 @@ def test_a_losing_trial_stops_after_one_round_of_every_size(study_run):
 def test_config_that_breaks_mpi_fails_its_trial_and_the_study_goes_on(study_run):
     _, _, study = study_run
     # a proposal that repeats a measured or refused configuration is failed unlaunched ("skipped")
-    launched = [t for t in study.trials if not t.user_attrs.get("skipped")]
-    failed = [t for t in launched if t.state == optuna.trial.TrialState.FAIL]
+    failed = [t for t in launched(study) if t.state == optuna.trial.TrialState.FAIL]
     assert failed and all(t.params["UCX_TLS"] == "self" for t in failed)
     assert all(t.user_attrs["fail_reason"] == "config" for t in failed)
     assert all("unreachable" in t.user_attrs["fail_detail"] for t in failed)
     assert all("unreachable" in t.user_attrs["stderr_tail"] for t in failed)
-    assert len(launched) == 7  # every trial ran despite the failures
+    assert len(launched(study)) == 7  # every trial ran despite the failures
     skipped = [t for t in study.trials if t.user_attrs.get("skipped")]
     assert all(t.user_attrs["fail_reason"] in ("config", "duplicate") for t in skipped)
 
