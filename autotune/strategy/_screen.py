@@ -32,7 +32,7 @@ Measurement is the cost, so it is spent where it can change the answer:
   them, the one with the lowest median round (if below 0); when the leader changes several
   knobs and none of them alone was measured in full, the last place goes to the one of them
   alone that the search pruned (its "pruned root"), if the model rates it faster than the
-  default.
+  default or it had a single round.
 """
 
 from __future__ import annotations
@@ -421,10 +421,13 @@ class ScreenStrategy(Strategy):
                      fitted: Fit | None) -> int | None:
         """The trial of the leader's pruned one-knob root, for the confirmation's one-knob
         place: when the leading candidate changes two or more knobs and none of them alone was
-        measured in full, the one of them alone (pruned early) that the model rates best, if
-        faster than the default: below the model's own estimate of the default, which a fit
-        to noisy rounds can put well above 0 (+0.12 in quick start 59, where plain `pml=ucx`,
-        one round of +0.59, read +0.11). The confirmation then measures it in full beside the leader
+        measured in full, the one of them alone (pruned early) that the model rates best, of
+        those it rates faster than the default (below the model's own estimate of the default,
+        which a fit to noisy rounds can put well above 0: +0.12 in quick start 59, where plain
+        `pml=ucx`, one round of +0.59, read +0.11) and those pruned on a single round, which
+        cannot tell a slow knob from a slow moment (quick start 71: plain `pml=ucx`, one round
+        of 0.58x, rated slower than the default, so the untuned stack was exported while IMB
+        read plain `pml=ucx` at 1.24x). The confirmation then measures it in full beside the leader
         and prefers it when it cannot tell the two apart. In two of twelve quick starts plain
         `pml=ucx` was pruned after one or two rounds of a noisy start (one read +0.21 while the
         default's own two rounds read +0.09 and +0.36 against their default launches), the
@@ -448,8 +451,10 @@ class ScreenStrategy(Strategy):
         assert self.evidence is not None and self.setup is not None
         default = self.measured.get(params_key(self.setup.default_params))
         means = fitted.mean(self.evidence.rows(roots + ([default] if default else [])))
-        mean, i = min((float(v), i) for i, v in enumerate(means[:len(roots)]))
-        return roots[i].pruned[-1] if mean < (float(means[-1]) if default else 0.0) else None
+        reference = float(means[-1]) if default else 0.0
+        eligible = [(float(means[i]), i) for i, m in enumerate(roots)
+                    if means[i] < reference or m.n == 1]
+        return roots[min(eligible)[1]].pruned[-1] if eligible else None
 
     def describe(self) -> str:
         return ("screen: every knob one at a time from the untuned stack, then a model of main "

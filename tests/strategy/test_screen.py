@@ -380,7 +380,9 @@ def test_the_leaders_pruned_one_knob_root_takes_the_one_knob_place(grid):
     (+0.21), the leader became pml=ucx with a UCX_TLS, and plain pml=ucx, which IMB read 3.7 pp
     faster than the leader, never reached the confirmation. The leader's pruned root is raced
     now, when the model rates it faster than the default and none of its roots was measured
-    in full."""
+    in full, and when the model rates it faster than the default or it had a single round
+    (quick start 71: plain pml=ucx pruned on one round of 0.58x, the model then rated it slower
+    than the default, and the study exported the untuned stack)."""
     from autotune.strategy._evidence import Measured
 
     strategy = ScreenStrategy(seed=0, race=False)  # every proposal measured in full
@@ -407,8 +409,15 @@ def test_the_leaders_pruned_one_knob_root_takes_the_one_knob_place(grid):
     picked = strategy.confirm_candidates(study, 3)
     assert changed(picked[0].params) == {"pml": "ucx", "coll_tuned_allreduce_algorithm": "3"}
     assert picked[-1].number == number and len(picked) == 3
-    model[plain_key] = 0.05  # the model sees it slower than the default: not raced
+    plain, other = strategy.measured[plain_key], strategy.measured[other_key]
+    other.rounds.append(0.19)  # the other root: two slow rounds, and the model sees it slower
+    model.update({plain_key: 0.05, other_key: 0.2})  # and plain pml=ucx too, on its one round:
+    assert strategy.confirm_candidates(study, 3)[-1].number == number  # raced (quick start 71)
+    plain.rounds.append(0.19)  # two slow rounds of it as well: neither is raced
     assert number not in [t.number for t in strategy.confirm_candidates(study, 3)]
+    plain.rounds.pop()
+    other.rounds.pop()
+    model.update({plain_key: -0.2, other_key: -0.1})
     default_key = params_key(strategy.setup.default_params)
     model.update({default_key: 0.12, plain_key: 0.11, other_key: 0.2})  # quick start 59: the
     assert strategy.confirm_candidates(study, 3)[-1].number == number  # fit puts the default > 0
