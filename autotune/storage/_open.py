@@ -11,6 +11,7 @@ import os
 import re
 import sqlite3
 import stat
+import time
 import warnings
 from pathlib import Path
 
@@ -87,6 +88,20 @@ def check_sqlite_file(path: Path) -> None:
                            "problem(s) found by SQLite's quick_check); restore a copy")
 
 
+def _rdb_storage(url: str, **kwargs) -> optuna.storages.RDBStorage:
+    """Optuna's RDBStorage, once more when another program (an Optuna script or dashboard, which
+    knows nothing of our init lock) created the same tables between Optuna's look and its create:
+    "table ... already exists" then means the schema is there and a second open finds it."""
+    for attempt in range(2):
+        try:
+            return optuna.storages.RDBStorage(url, **kwargs)
+        except Exception as exc:  # sqlalchemy's OperationalError; its text is what tells
+            if "already exists" not in str(exc):
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    return optuna.storages.RDBStorage(url, **kwargs)
+
+
 def open_storage(url: str | None, create: bool = True) -> optuna.storages.BaseStorage:
     """Open a storage, creating it when create is true (`start`); readers pass create=False and
     get "no autotune storage at PATH" for a file storage that does not exist. Any failure is one
@@ -116,9 +131,9 @@ def open_storage(url: str | None, create: bool = True) -> optuna.storages.BaseSt
             # study_directions already exists"): one creates it while the other waits
             with open(path.with_name(path.name + ".init-lock"), "a") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)
-                return PatientStorage(optuna.storages.RDBStorage(
+                return PatientStorage(_rdb_storage(
                     url, engine_kwargs={"connect_args": {"timeout": busy_timeout()}}), str(path))
-        return PatientStorage(optuna.storages.RDBStorage(url), redact(url))
+        return PatientStorage(_rdb_storage(url), redact(url))
     except StorageError:
         raise
     except Exception as exc:  # sqlalchemy/optuna raise many types; the user needs one line

@@ -14,6 +14,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from autotune.storage import open_storage
 from tests import raybed
 
 pytestmark = [pytest.mark.mpi, pytest.mark.multihost, pytest.mark.ray]
@@ -41,7 +42,10 @@ def start_args(cluster, *extra, trials="3"):
 
 
 def load(tmp_path):
-    return optuna.load_study(study_name=STUDY, storage=f"sqlite:///{tmp_path / 'home' / 'autotune.db'}")
+    """The study, read the way `autotune status` reads it: never creating the database, and
+    waiting on the daemon's init lock while the daemon creates its tables."""
+    store = open_storage(f"sqlite:///{tmp_path / 'home' / 'autotune.db'}", create=False)
+    return optuna.load_study(study_name=STUDY, storage=store)
 
 
 def node_name(cluster, address):

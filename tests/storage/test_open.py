@@ -47,6 +47,32 @@ def test_default_storage_is_created_under_autotune_home(tmp_path, monkeypatch):
     assert (tmp_path / "home" / "autotune.db").is_file()
 
 
+def test_tables_created_by_another_program_in_between_are_found(tmp_path, monkeypatch):
+    """An Optuna script reading the same new file knows nothing of our init lock: it may create
+    the tables after Optuna's look and before its create ("table ... already exists"). Seen in a
+    Ray test whose poller opened the database while the daemon created it."""
+    import sqlalchemy.exc
+
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    real = optuna.storages.RDBStorage
+    calls = []
+
+    class Racing(real):
+        def __init__(self, *args, **kwargs):
+            calls.append(args)
+            if len(calls) == 1:
+                real(url)  # the other program wins the race
+                raise sqlalchemy.exc.OperationalError(
+                    "CREATE TABLE trial_heartbeats", {},
+                    Exception("table trial_heartbeats already exists"))
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(optuna.storages, "RDBStorage", Racing)
+    storage = open_storage(url)
+    optuna.create_study(study_name="after-the-race", storage=storage)
+    assert len(calls) == 2 and study_names(storage) == ["after-the-race"]
+
+
 def test_journal_file_storage(tmp_path):
     url = f"journal:{tmp_path / 'j' / 'studies.log'}"
     optuna.create_study(study_name="j1", storage=open_storage(url))
