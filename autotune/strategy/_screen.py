@@ -386,6 +386,12 @@ class ScreenStrategy(Strategy):
         On a noisy day the model can shrink every effect to nothing (single launches of pruned
         trials reading 2-3x slow): its posterior then ranks no configuration faster, while one
         measured in full reads 1.26x over 5 rounds; the confirmation, not the model, decides.
+        When nothing is so ranked, the one-knob change measured in full with the lowest median
+        round below 0 is raced alone (only then: letting it displace a ranked candidate cost
+        replay regret, docs/strategies.md). In quick start 82 plain `pml=ucx` read
+        1.27x over five rounds (-0.44 to +0.33), yet the pooled noise of a busy hour (0.36) kept
+        its own rounds from counting, the model put every configuration at +0.06, and nothing
+        was raced while IMB read it at 1.22x.
         The last place may instead go to the leader's pruned root (`_pruned_root`): the one
         candidate not measured in full."""
         with self._lock:
@@ -411,6 +417,12 @@ class ScreenStrategy(Strategy):
                              and full[i].median < 0), key=lambda i: full[i].median)
             if k >= 2 and simple and simple[0] not in picked:
                 picked = picked[:k - 1] + simple[:1]
+            if not ranked:  # nothing else to confirm: what a person would try first
+                simple = sorted((i for i, m in enumerate(full) if not m.reference
+                                 and params_key(m.params) != default_key
+                                 and knobs_changed(m.params, defaults) == 1 and m.median < 0),
+                                key=lambda i: full[i].median)
+                picked = simple[:min(k, 1)]
             numbers = [full[i].complete[-1] for i in picked]
             root = self._pruned_root(full[picked[0]], full, defaults, fitted) if picked else None
             if k >= 2 and root is not None:

@@ -341,8 +341,56 @@ def test_when_the_model_sees_nothing_faster_own_measurements_still_reach_the_con
     full = {params_key(m.params): m for m in strategy.measured.values() if m.complete}
     for trial in picked:
         assert full[params_key(dict(trial.params))].mean < 0
-    strategy.evidence.noise_sd = lambda: 10.0  # nothing is sure under that much noise
-    assert strategy.confirm_candidates(study, 3) == []
+    strategy.evidence.noise_sd = lambda: 10.0  # nothing is sure under that much noise: only
+    one_knob = [changed(t.params) for t in strategy.confirm_candidates(study, 3)]  # a one-knob
+    assert one_knob == [{"pml": "ucx"}]  # change with the lowest median round below 0 is raced
+
+
+def test_a_one_knob_change_measured_in_full_is_raced_when_nothing_else_qualifies(grid):
+    """Quick start 82 (2026-12-06, a busy hour): plain pml=ucx read 1.27x over five rounds, but
+    the pooled round noise (0.357) kept its own rounds from counting, the model put every
+    configuration at +0.06, and the confirmation had no candidate while IMB read it at 1.22x.
+    A one-knob change whose median round is not below 0 is not raced, nor a combination."""
+    from autotune.strategy._evidence import Measured
+
+    strategy = ScreenStrategy(seed=0, race=False)  # every proposal measured in full
+    _, study = replay_study(grid, strategy, budget=12, seed=0)
+    by_changed = {tuple(sorted(changed(m.params).items())): k for k, m in strategy.measured.items()}
+    plain_key = by_changed[(("pml", "ucx"),)]
+    runs_82 = [-0.44, 0.33, -0.63, -0.13, -0.31]
+    slower = [0.05, -0.02, 0.1, 0.02, -0.01]  # median +0.02
+    for key, m in list(strategy.measured.items()):
+        if m.complete and not m.reference:
+            rounds = runs_82 if key == plain_key else slower
+            strategy.measured[key] = Measured(m.params, list(rounds), list(m.complete), row=m.row)
+
+    class Flat:
+        def mean(self, x):
+            return np.full(x.shape[0], 0.06)
+
+    strategy.evidence.fit = lambda measured=None: Flat()
+    strategy.evidence.noise_sd = lambda: 0.357
+    assert [changed(t.params) for t in strategy.confirm_candidates(study, 3)] == [{"pml": "ucx"}]
+    assert [changed(t.params) for t in strategy.confirm_candidates(study, 1)] == [{"pml": "ucx"}]
+    combination = next(k for k, m in strategy.measured.items()
+                       if m.complete and len(changed(m.params)) >= 2)
+
+    class SeesOne:  # the model ranks one combination faster: it alone is raced, as before
+        def mean(self, x):
+            return np.asarray(x)[:, 0]
+
+    strategy.evidence.fit = lambda measured=None: SeesOne()
+    strategy.evidence.rows = lambda ms: np.array(
+        [[-0.1 if params_key(m.params) == combination else 0.06] for m in ms])
+    assert [params_key(dict(t.params)) for t in strategy.confirm_candidates(study, 3)] == [
+        combination]
+    strategy.evidence.fit = lambda measured=None: Flat()
+    plain = strategy.measured[plain_key]
+    strategy.measured[plain_key] = Measured(plain.params, slower, list(plain.complete),
+                                            row=plain.row)
+    m = strategy.measured[combination]
+    strategy.measured[combination] = Measured(m.params, list(runs_82), list(m.complete), row=m.row)
+    assert strategy.confirm_candidates(study, 3) == []  # no one-knob change below 0 by its median
 
 
 def test_the_one_knob_place_goes_by_its_own_rounds_not_the_models_pooling(grid):
