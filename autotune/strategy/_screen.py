@@ -413,16 +413,15 @@ class ScreenStrategy(Strategy):
                               and faster_on_its_own(m, noise)), key=lambda i: full[i].mean)
             picked = ranked[:k]
             defaults = knob_defaults(self.params)
-            simple = sorted((i for i in ranked if knobs_changed(full[i].params, defaults) == 1
-                             and full[i].median < 0), key=lambda i: full[i].median)
+            one_knob = sorted((i for i, m in enumerate(full) if not m.reference
+                               and params_key(m.params) != default_key
+                               and knobs_changed(m.params, defaults) == 1 and m.median < 0),
+                              key=lambda i: full[i].median)
+            simple = [i for i in one_knob if i in ranked]
             if k >= 2 and simple and simple[0] not in picked:
                 picked = picked[:k - 1] + simple[:1]
             if not ranked:  # nothing else to confirm: what a person would try first
-                simple = sorted((i for i, m in enumerate(full) if not m.reference
-                                 and params_key(m.params) != default_key
-                                 and knobs_changed(m.params, defaults) == 1 and m.median < 0),
-                                key=lambda i: full[i].median)
-                picked = simple[:min(k, 1)]
+                picked = one_knob[:min(k, 1)]
             numbers = [full[i].complete[-1] for i in picked]
             root = self._pruned_root(full[picked[0]], full, defaults, fitted) if picked else None
             if k >= 2 and root is not None:
