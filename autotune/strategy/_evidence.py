@@ -70,6 +70,16 @@ class Measured:
             self._spread = (self.n, value)
         return self._spread[1]
 
+    def weight(self, noise_sd: float) -> float:
+        """Its rounds' worth when ranking what was measured: their number, less when they
+        spread wider than the study's pooled noise (inverse-variance weighting), from three
+        rounds on (a spread of fewer says nothing). A configuration whose rounds mix two levels
+        (one of its launches in three paired with a disturbed default reads it 2-3x faster)
+        then counts for what its rounds agree on."""
+        if self.n < 3 or self.spread <= noise_sd:
+            return float(self.n)
+        return self.n * (noise_sd / self.spread) ** 2
+
     def copy(self) -> Measured:
         """Its own list of rounds, to add to; the kept mean and spread go with it (they are
         worked out again once a round is added)."""
@@ -158,6 +168,20 @@ class Evidence:
         y = np.array([m.mean for m in chosen])
         weight = np.array([m.n for m in chosen], dtype=float)
         return self.surrogate.fit(x, y, weight, self.noise_sd())
+
+    def fit_by_spread(self) -> Fit | None:
+        """The model at the study fit's precisions, each configuration's rounds counted by
+        their spread (`Measured.weight`) rather than their number: to rank the configurations
+        measured in full for the confirmation. Not for the search: there a configuration
+        whose rounds disagree is measured again, or raced, on what the study fit says."""
+        fitted = self.fit()
+        if fitted is None:
+            return None
+        chosen = [m for m in self.measured.values() if m.n]
+        noise = self.noise_sd()
+        return self.surrogate.fit(self.rows(chosen), np.array([m.mean for m in chosen]),
+                                  np.array([m.weight(noise) for m in chosen]), noise,
+                                  choose=False)
 
     def ranked(self, keep: Callable[[Measured], bool], only_faster: bool = True) -> list[Measured]:
         """Measured configurations passing `keep`, best first by posterior mean plus half a

@@ -28,7 +28,9 @@ Measurement is the cost, so it is spent where it can change the answer:
   (never two of the same trial: their errors would be one);
 - the candidates for confirmation are the best by the model's posterior mean, which pools every
   measurement (a lucky round of one configuration is shrunk towards what its knobs do
-  elsewhere), among the configurations measured in full, and of the one-knob changes among
+  elsewhere), among the configurations measured in full, each configuration's rounds counted
+  by their spread there (`Evidence.fit_by_spread`: rounds that disagree, some on a level 2-3x
+  faster than the rest, count for what they agree on), and of the one-knob changes among
   them, the one with the lowest median round (if below 0); when the leader changes several
   knobs and none of them alone was measured in full, the last place goes to the one of them
   alone that the search pruned (its "pruned root"), if the model rates it faster than the
@@ -371,7 +373,9 @@ class ScreenStrategy(Strategy):
 
     def confirm_candidates(self, study: optuna.Study, k: int) -> list[FrozenTrial]:
         """The k configurations with the best posterior mean among those measured in full that
-        the model sees faster than the default, then those whose own rounds are faster beyond
+        the model sees faster than the default (than its own estimate of the default: the
+        model here counts each configuration's rounds by their spread, `fit_by_spread`, and
+        its steadiest rows can lift every estimate), then those whose own rounds are faster beyond
         their noise (`faster_on_its_own`); the last place goes to the best one-knob change among
         those (plain `pml=ucx`, say) when it is not among the first k. The model pools a knob's
         effect over every configuration that has it, so the top places tend to share their
@@ -400,13 +404,18 @@ class ScreenStrategy(Strategy):
                 return []
             assert self.evidence is not None
             fitted = self.evidence.fit()
-            if fitted is None:
+            steady = self.evidence.fit_by_spread()
+            if steady is None:
                 means = np.array([m.mean for m in full])
             else:
-                means = fitted.mean(self.evidence.rows(full))
+                means = steady.mean(self.evidence.rows(full))
             default_key = params_key(self.setup.default_params) if self.setup else None
+            # faster than the default as the same model reads the default: weighting rows by
+            # their spread moves every estimate with the steadiest rows, the default's too
+            reference = min((float(v) for v, m in zip(means, full)
+                             if params_key(m.params) == default_key), default=0.0)
             ranked = [i for v, i in sorted((float(v), i) for i, v in enumerate(means))
-                      if v < 0 and params_key(full[i].params) != default_key]
+                      if v < reference and params_key(full[i].params) != default_key]
             noise = self.evidence.noise_sd()
             ranked += sorted((i for i, m in enumerate(full) if i not in ranked
                               and params_key(m.params) != default_key

@@ -264,11 +264,13 @@ class Surrogate:
         self.chosen_at = 0  # rows when it was last chosen
 
     def fit(self, x: sparse.csr_matrix, y: np.ndarray, weight: np.ndarray,
-            noise_sd: float) -> Fit:
+            noise_sd: float, *, choose: bool = True) -> Fit:
+        """The posterior; `choose=False` keeps the prior precision chosen before (another
+        weighting of the same rows must not move the study's own choice)."""
         y = np.minimum(np.asarray(y, dtype=float), SCORE_CAP)
         weight = np.asarray(weight, dtype=float)
         alpha = 1.0 / max(noise_sd, 1e-6) ** 2
-        if self.chooses_at(len(y)):
+        if self.lambda_ is None or (choose and self.chooses_at(len(y))):
             model = BayesianRidge(fit_intercept=True, compute_score=False, max_iter=300,
                                   alpha_init=alpha, alpha_1=NOISE_PRIOR_SHAPE,
                                   alpha_2=NOISE_PRIOR_SHAPE / alpha)

@@ -335,7 +335,7 @@ def test_when_the_model_sees_nothing_faster_own_measurements_still_reach_the_con
         def mean(self, x):
             return np.full(x.shape[0], 0.05)
 
-    strategy.evidence.fit = lambda measured=None: Flat()
+    strategy.evidence.fit = strategy.evidence.fit_by_spread = lambda measured=None: Flat()
     picked = strategy.confirm_candidates(study, 3)
     assert picked and {"pml": "ucx"} in [changed(t.params) for t in picked]
     full = {params_key(m.params): m for m in strategy.measured.values() if m.complete}
@@ -368,7 +368,7 @@ def test_a_one_knob_change_measured_in_full_is_raced_when_nothing_else_qualifies
         def mean(self, x):
             return np.full(x.shape[0], 0.06)
 
-    strategy.evidence.fit = lambda measured=None: Flat()
+    strategy.evidence.fit = strategy.evidence.fit_by_spread = lambda measured=None: Flat()
     strategy.evidence.noise_sd = lambda: 0.357
     assert [changed(t.params) for t in strategy.confirm_candidates(study, 3)] == [{"pml": "ucx"}]
     assert [changed(t.params) for t in strategy.confirm_candidates(study, 1)] == [{"pml": "ucx"}]
@@ -379,12 +379,12 @@ def test_a_one_knob_change_measured_in_full_is_raced_when_nothing_else_qualifies
         def mean(self, x):
             return np.asarray(x)[:, 0]
 
-    strategy.evidence.fit = lambda measured=None: SeesOne()
+    strategy.evidence.fit = strategy.evidence.fit_by_spread = lambda measured=None: SeesOne()
     strategy.evidence.rows = lambda ms: np.array(
         [[-0.1 if params_key(m.params) == combination else 0.06] for m in ms])
     assert [params_key(dict(t.params)) for t in strategy.confirm_candidates(study, 3)] == [
         combination]
-    strategy.evidence.fit = lambda measured=None: Flat()
+    strategy.evidence.fit = strategy.evidence.fit_by_spread = lambda measured=None: Flat()
     plain = strategy.measured[plain_key]
     strategy.measured[plain_key] = Measured(plain.params, slower, list(plain.complete),
                                             row=plain.row)
@@ -417,7 +417,7 @@ def test_the_one_knob_place_goes_by_its_own_rounds_not_the_models_pooling(grid):
         def mean(self, x):  # rows in the order of `full`, as confirm_candidates asks for them
             return np.array([pooled.get(id(m), -0.2) for m in full])
 
-    strategy.evidence.fit = lambda measured=None: Pooling()
+    strategy.evidence.fit = strategy.evidence.fit_by_spread = lambda measured=None: Pooling()
     picked = [changed(t.params) for t in strategy.confirm_candidates(study, 3)]
     assert picked[-1] == {"pml": "ucx"}, picked
     assert {"coll_tuned_allreduce_algorithm": "3"} not in picked
@@ -452,7 +452,7 @@ def test_the_leaders_pruned_one_knob_root_takes_the_one_knob_place(grid):
     def rows(ms):
         return np.array([[model.get(params_key(m.params), -0.01)] for m in ms])
 
-    strategy.evidence.fit = lambda measured=None: Model()
+    strategy.evidence.fit = strategy.evidence.fit_by_spread = lambda measured=None: Model()
     strategy.evidence.rows = rows
     picked = strategy.confirm_candidates(study, 3)
     assert changed(picked[0].params) == {"pml": "ucx", "coll_tuned_allreduce_algorithm": "3"}
@@ -468,3 +468,63 @@ def test_the_leaders_pruned_one_knob_root_takes_the_one_knob_place(grid):
     assert strategy.confirm_candidates(study, 3)[-1].number == number  # default > 0, plain below
     strategy.refused.add(plain_key)  # a later trial of it failed (MPI refused it): never raced
     assert number not in [t.number for t in strategy.confirm_candidates(study, 3)]
+
+
+def test_rounds_spread_wider_than_the_studys_noise_count_for_less_in_the_ranking(grid):
+    """The tls replay grid (docs/strategies.md): a configuration with one recorded pass 2-3x
+    fast read 1.6-2.7x over five rounds, each round mixing passes, and the model, counting its
+    rounds as it counted those of configurations steady at 1.45x, ranked it first for the
+    confirmation. Ranking the configurations measured in full, its rounds now count for what
+    they agree on; the search's own fit is unchanged."""
+    from autotune.strategy._evidence import Measured
+
+    strategy = ScreenStrategy(seed=0, race=False)  # every proposal measured in full
+    _, study = replay_study(grid, strategy, budget=12, seed=0)
+    full = [m for m in strategy.measured.values() if m.complete and not m.reference]
+    assert len(full) >= 4
+    rounds = {params_key(full[0].params): [-0.36, -0.38, -0.35, -0.39, -0.37],  # 1.45x
+              params_key(full[1].params): [-0.12, -0.35, -0.62, -0.95, -1.2]}  # 1.9x, wild
+    for m in full:
+        key = params_key(m.params)
+        strategy.measured[key] = Measured(m.params, rounds.get(key, [0.04, 0.05, 0.06, 0.05, 0.04]),
+                                          list(m.complete), row=m.row)
+    strategy.evidence._version += 1  # its kept fit and noise were of the rounds replaced
+    steady, wild = (strategy.measured[params_key(m.params)] for m in full[:2])
+    evidence = strategy.evidence
+    noise = evidence.noise_sd()
+    assert steady.weight(noise) == 5 and wild.weight(noise) < 1
+    assert Measured({}, rounds=[-0.1, -1.0]).weight(noise) == 2  # two rounds: a spread says nothing
+    assert wild.mean < steady.mean  # by its own rounds it looks faster
+    rows = evidence.rows([steady, wild])
+    searched, ranked = evidence.fit().mean(rows), evidence.fit_by_spread().mean(rows)
+    assert searched[1] < searched[0]  # the search's fit: the wild one first, as before
+    assert ranked[0] < ranked[1]
+    assert strategy.confirm_candidates(study, 1)[0].number == steady.complete[-1]
+
+
+def test_faster_is_judged_against_the_models_own_reading_of_the_default(grid):
+    """Quick start 85's study (2026-12-06, a busy hour): weighted by their spread, the steadiest
+    rows sat at +0.05 and every estimate rose with them, the default's to +0.09 and the best
+    configuration's to +0.004; measured against 0, nothing was faster and nothing was raced."""
+    from autotune.strategy._evidence import Measured
+
+    strategy = ScreenStrategy(seed=0, race=False)
+    _, study = replay_study(grid, strategy, budget=12, seed=0)
+    for key, m in list(strategy.measured.items()):
+        if m.complete and not m.reference:  # none faster by its own median round
+            strategy.measured[key] = Measured(m.params, [0.02, -0.01, 0.03], list(m.complete),
+                                              row=m.row)
+    full = [m for m in strategy.measured.values() if m.complete]
+    default_key = params_key(strategy.setup.default_params)
+    best = next(m for m in full if not m.reference)
+    lifted = {params_key(best.params): 0.004, default_key: 0.09}
+
+    class Lifted:
+        def mean(self, x):
+            return np.array([lifted.get(params_key(m.params), 0.2) for m in full])
+
+    strategy.evidence.fit_by_spread = lambda: Lifted()
+    strategy.evidence.noise_sd = lambda: 10.0  # nothing faster on its own rounds
+    assert [t.number for t in strategy.confirm_candidates(study, 1)] == [best.complete[-1]]
+    lifted[default_key] = 0.0  # the model's default at 0: +0.004 is not faster
+    assert strategy.confirm_candidates(study, 1) == []
