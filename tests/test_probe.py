@@ -73,7 +73,12 @@ def test_node_probe_round_trips_and_refuses_garbage():
     out = subprocess.run([sys.executable, "-m", "autotune.probe"], capture_output=True, text=True,
                          check=True).stdout
     caps, host = parse_node_probe("some MPI noise\n" + out)
-    assert caps == probe_capabilities() and host.cores >= 1 and host.cpu_model
+    here = probe_capabilities()
+    differing = {k: (caps.mca_defaults.get(k), here.mca_defaults.get(k))
+                 for k in caps.mca_defaults.keys() | here.mca_defaults.keys()
+                 if caps.mca_defaults.get(k) != here.mca_defaults.get(k)}
+    assert not differing, f"ompi_info read differently a moment apart: {differing}"
+    assert caps == here and host.cores >= 1 and host.cpu_model
     for text, message in [("", "printed no result"), ("AUTOTUNE-NODE-PROBE {not json", "unreadable"),
                           ('AUTOTUNE-NODE-PROBE {"capabilities": {}}', "unreadable")]:
         with pytest.raises(ValueError, match=message):
