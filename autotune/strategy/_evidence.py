@@ -102,6 +102,7 @@ class Evidence:
         self._x: sparse.csr_matrix | None = None  # features of the pool's configurations
         self._version = 0  # bumped whenever `measured` changes
         self._fitted: tuple[tuple, Fit | None] = ((), None)  # at (version, prior precision)
+        self._steady: tuple[tuple, Fit | None] = ((), None)  # fit_by_spread(), the same way
         self._noise: tuple[int, float] = (-1, 0.0)  # noise_sd() at a version of `measured`
 
     def add(self, number: int, params: dict[str, Any], rounds: list[float], state: str) -> None:
@@ -171,34 +172,50 @@ class Evidence:
 
     def fit_by_spread(self) -> Fit | None:
         """The model at the study fit's precisions, each configuration's rounds counted by
-        their spread (`Measured.weight`) rather than their number: to rank the configurations
-        measured in full for the confirmation. Not for the search: there a configuration
-        whose rounds disagree is measured again, or raced, on what the study fit says."""
+        their spread (`Measured.weight`) rather than their number: what the search proposes
+        (the Thompson draw), leads from (the incumbent) and confirms is chosen on it, so a
+        family of configurations sharing one wild pass does not lead the search. Not for the
+        race: a trial's fresh rounds have no spread yet, and pruning on what `fit` says keeps
+        a configuration whose rounds disagree measured rather than dropped. Kept until a
+        trial adds to it or the prior precision is chosen again, as `fit` is."""
         fitted = self.fit()
         if fitted is None:
             return None
-        chosen = [m for m in self.measured.values() if m.n]
-        noise = self.noise_sd()
-        return self.surrogate.fit(self.rows(chosen), np.array([m.mean for m in chosen]),
-                                  np.array([m.weight(noise) for m in chosen]), noise,
-                                  choose=False)
+        at = (self._version, self.surrogate.lambda_)
+        if self._steady[0] != at:
+            chosen = [m for m in self.measured.values() if m.n]
+            noise = self.noise_sd()
+            self._steady = (at, self.surrogate.fit(
+                self.rows(chosen), np.array([m.mean for m in chosen]),
+                np.array([m.weight(noise) for m in chosen]), noise, choose=False))
+        return self._steady[1]
+
+    def default_estimate(self, fitted: Fit) -> float:
+        """The default's score as `fitted` reads it: 0 in a fit counting rounds by their
+        number (every score is relative to it), not always in one counting them by their
+        spread, whose steadiest rows can lift every estimate."""
+        refs = [m for m in self.measured.values() if m.n and m.reference]
+        return float(np.min(fitted.mean(self.rows(refs)))) if refs else 0.0
 
     def ranked(self, keep: Callable[[Measured], bool], only_faster: bool = True) -> list[Measured]:
         """Measured configurations passing `keep`, best first by posterior mean plus half a
-        posterior sd (their own mean plus half a standard error before the model can fit);
-        only those better than the default unless not `only_faster`."""
+        posterior sd in the fit counting rounds by their spread (their own mean plus half a
+        standard error before the model can fit); only those better than the default (as the
+        same fit reads it) unless not `only_faster`."""
         chosen = [m for m in self.measured.values() if m.n and keep(m)]
         if not chosen:
             return []
-        fitted = self.fit()
+        fitted = self.fit_by_spread()
+        reference = 0.0
         if fitted is None:
             sd = self.noise_sd()
             values = np.array([m.mean + 0.5 * sd / math.sqrt(m.n) for m in chosen])
         else:
+            reference = self.default_estimate(fitted)
             x = self.rows(chosen)
             means = fitted.mean(x)
             top = np.argsort(means)[:TOP]  # the sd of the best few only: it costs
             chosen = [chosen[i] for i in top]
             values = means[top] + 0.5 * fitted.sd(x[top])
         order = np.argsort(values)
-        return [chosen[i] for i in order if values[i] < 0 or not only_faster]
+        return [chosen[i] for i in order if values[i] < reference or not only_faster]

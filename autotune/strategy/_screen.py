@@ -11,7 +11,10 @@ one knob per stage, for a round or two each instead of five). A knob the best do
 (the UCX_* knobs while pml ob1 leads) is screened afterwards from the best configuration that
 does. Then a Bayesian model over the enumerated space (autotune.strategy._surrogate) proposes:
 one Thompson sample per trial, the configuration with the best sampled score among those not
-measured in full.
+measured in full. The draw, the best configuration so far that screening starts from, and the
+confirmation's ranking come from a fit that counts each configuration's rounds by their spread
+(`Evidence.fit_by_spread`: rounds that disagree, some on a level 2-3x faster than the rest,
+count for what they agree on); the race judges on the fit that counts them by their number.
 
 Measurement is the cost, so it is spent where it can change the answer:
 - a trial is measured in rounds, one launch of every size block per round; a round is cheap to
@@ -28,13 +31,11 @@ Measurement is the cost, so it is spent where it can change the answer:
   (never two of the same trial: their errors would be one);
 - the candidates for confirmation are the best by the model's posterior mean, which pools every
   measurement (a lucky round of one configuration is shrunk towards what its knobs do
-  elsewhere), among the configurations measured in full, each configuration's rounds counted
-  by their spread there (`Evidence.fit_by_spread`: rounds that disagree, some on a level 2-3x
-  faster than the rest, count for what they agree on), and of the one-knob changes among
-  them, the one with the lowest median round (if below 0); when the leader changes several
-  knobs and none of them alone was measured in full, the last place goes to the one of them
-  alone that the search pruned (its "pruned root"), if the model rates it faster than the
-  default or it had a single round.
+  elsewhere), among the configurations measured in full (in the fit by spread), and of the
+  one-knob changes among them, the one with the lowest median round (if below 0); when the
+  leader changes several knobs and none of them alone was measured in full, the last place
+  goes to the one of them alone that the search pruned (its "pruned root"), if the model
+  rates it faster than the default or it had a single round.
 """
 
 from __future__ import annotations
@@ -197,8 +198,8 @@ class ScreenStrategy(Strategy):
         return []
 
     def _incumbent(self) -> dict[str, Any]:
-        """The configuration with the best posterior mean (pessimistic by half its sd) among
-        those measured two rounds or more; the default before any."""
+        """The configuration with the best posterior mean (pessimistic by half its sd; the
+        fit by spread) among those measured two rounds or more; the default before any."""
         assert self.setup is not None
         assert self.evidence is not None
         best = self.evidence.ranked(lambda m: m.n >= 2 and not m.reference)
@@ -270,7 +271,7 @@ class ScreenStrategy(Strategy):
             self._done = True
             best = min(self.measured.values(), key=lambda m: m.mean, default=None)
             return dict(best.params) if best else dict(self.setup.default_params)  # type: ignore[union-attr]
-        fitted = evidence.fit()
+        fitted = evidence.fit_by_spread()
         if fitted is None:
             choices = np.flatnonzero(free)
             return dict(pool.configs[int(choices[self.rng.integers(len(choices))])])

@@ -474,8 +474,9 @@ def test_rounds_spread_wider_than_the_studys_noise_count_for_less_in_the_ranking
     """The tls replay grid (docs/strategies.md): a configuration with one recorded pass 2-3x
     fast read 1.6-2.7x over five rounds, each round mixing passes, and the model, counting its
     rounds as it counted those of configurations steady at 1.45x, ranked it first for the
-    confirmation. Ranking the configurations measured in full, its rounds now count for what
-    they agree on; the search's own fit is unchanged."""
+    confirmation. Ranking the configurations measured in full, and choosing the incumbent the
+    search leads from, its rounds now count for what they agree on; the race's fit is
+    unchanged."""
     from autotune.strategy._evidence import Measured
 
     strategy = ScreenStrategy(seed=0, race=False)  # every proposal measured in full
@@ -497,9 +498,11 @@ def test_rounds_spread_wider_than_the_studys_noise_count_for_less_in_the_ranking
     assert wild.mean < steady.mean  # by its own rounds it looks faster
     rows = evidence.rows([steady, wild])
     searched, ranked = evidence.fit().mean(rows), evidence.fit_by_spread().mean(rows)
-    assert searched[1] < searched[0]  # the search's fit: the wild one first, as before
+    assert searched[1] < searched[0]  # the race's fit: the wild one first, as before
     assert ranked[0] < ranked[1]
     assert strategy.confirm_candidates(study, 1)[0].number == steady.complete[-1]
+    # the search leads from the steady one too: its next knob is screened from there
+    assert strategy._incumbent() == dict(steady.params)
 
 
 def test_faster_is_judged_against_the_models_own_reading_of_the_default(grid):
