@@ -75,8 +75,9 @@ class Measured:
         spread wider than the study's pooled noise (inverse-variance weighting), from three
         rounds on (a spread of fewer says nothing). A configuration whose rounds mix two levels
         (one of its launches in three paired with a disturbed default reads it 2-3x faster)
-        then counts for what its rounds agree on."""
-        if self.n < 3 or self.spread <= noise_sd:
+        then counts for what its rounds agree on. The default counts for its number: its
+        score is 0 by definition, whatever its rounds against itself spread."""
+        if self.reference or self.n < 3 or self.spread <= noise_sd:
             return float(self.n)
         return self.n * (noise_sd / self.spread) ** 2
 
@@ -191,9 +192,10 @@ class Evidence:
         return self._steady[1]
 
     def default_estimate(self, fitted: Fit) -> float:
-        """The default's score as `fitted` reads it: 0 in a fit counting rounds by their
-        number (every score is relative to it), not always in one counting them by their
-        spread, whose steadiest rows can lift every estimate."""
+        """The default's score as `fitted` reads it (its rows are held at 0, but a fit shrinks
+        them towards the rest: the fit counting rounds by their number can read it at +0.12,
+        and one counting them by their spread moves it further when its steadiest rows sit
+        above 0); 0 while the default has no round."""
         refs = [m for m in self.measured.values() if m.n and m.reference]
         return float(np.min(fitted.mean(self.rows(refs)))) if refs else 0.0
 

@@ -256,7 +256,7 @@ class Surrogate:
     an SVD of the data, about a second at 1,000 configurations: too much for every trial).
 
     `weight` is each configuration's number of rounds (its mean's precision relative to one
-    round's). Scores are capped at SCORE_CAP: how much worse a losing configuration is does not
+    round's), or fewer when they spread wider than the study's noise (`Measured.weight`). Scores are capped at SCORE_CAP: how much worse a losing configuration is does not
     matter, and a 10x loser would bend the linear model."""
 
     def __init__(self) -> None:
@@ -266,7 +266,8 @@ class Surrogate:
     def fit(self, x: sparse.csr_matrix, y: np.ndarray, weight: np.ndarray,
             noise_sd: float, *, choose: bool = True) -> Fit:
         """The posterior; `choose=False` keeps the prior precision chosen before (another
-        weighting of the same rows must not move the study's own choice)."""
+        weighting of the same rows must not move the study's own choice; it still chooses
+        one when none was chosen yet, which `Evidence.fit_by_spread` never asks for)."""
         y = np.minimum(np.asarray(y, dtype=float), SCORE_CAP)
         weight = np.asarray(weight, dtype=float)
         alpha = 1.0 / max(noise_sd, 1e-6) ** 2

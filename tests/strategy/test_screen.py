@@ -531,3 +531,48 @@ def test_faster_is_judged_against_the_models_own_reading_of_the_default(grid):
     assert [t.number for t in strategy.confirm_candidates(study, 1)] == [best.complete[-1]]
     lifted[default_key] = 0.0  # the model's default at 0: +0.004 is not faster
     assert strategy.confirm_candidates(study, 1) == []
+
+
+def test_the_incumbent_is_faster_than_the_default_as_the_fit_by_spread_reads_it(grid):
+    """The fit by spread can lift every estimate, the default's too (quick start 85: +0.09).
+    A configuration at +0.004 there is faster than the default, and screening must start
+    from it, not from the default; the default's own rounds count for their number however
+    they spread, since its score is 0 by definition."""
+    from autotune.strategy._evidence import Measured
+
+    strategy = ScreenStrategy(seed=0, race=False)
+    replay_study(grid, strategy, budget=12, seed=0)
+    evidence = strategy.evidence
+    default = next(m for m in strategy.measured.values() if m.reference)
+    assert Measured(default.params, [0.3, -0.4, 0.5, -0.6], reference=True).weight(0.01) == 4
+    best = next(m for m in strategy.measured.values() if m.n >= 2 and not m.reference)
+    level = {params_key(best.params): 0.004, params_key(default.params): 0.09}
+
+    class Lifted:
+        def mean(self, x):
+            return np.asarray(x)[:, 0]
+
+        def sd(self, x):
+            return np.zeros(np.asarray(x).shape[0])
+
+    evidence.fit_by_spread = lambda: Lifted()
+    evidence.rows = lambda ms: np.array([[level.get(params_key(m.params), 0.2)] for m in ms])
+    assert strategy._incumbent() == dict(best.params)
+    level[params_key(default.params)] = 0.0  # the default read at 0: +0.004 is not faster
+    assert strategy._incumbent() == dict(strategy.setup.default_params)
+
+
+def test_the_race_judges_on_the_fit_counting_rounds_by_their_number(grid):
+    """A trial's fresh rounds have no spread yet: pruning stays on `Evidence.fit`, so a
+    configuration whose rounds disagree is measured again rather than dropped."""
+    strategy = ScreenStrategy(seed=0)
+    replay_study(grid, strategy, budget=12, seed=0)
+
+    def refuse():
+        raise AssertionError("the race asked for the fit by spread")
+
+    strategy.evidence.fit_by_spread = refuse
+    fresh = next(c for c in strategy.evidence.pool.configs
+                 if params_key(dict(c)) not in strategy.measured)
+    assert strategy._may_win(dict(fresh), [-0.9])  # a first round 2.5x faster may win
+    assert not strategy._may_win(dict(fresh), [0.9, 0.9])  # two rounds 2.5x slower may not
