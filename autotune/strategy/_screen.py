@@ -411,10 +411,8 @@ class ScreenStrategy(Strategy):
             else:
                 means = steady.mean(self.evidence.rows(full))
             default_key = params_key(self.setup.default_params) if self.setup else None
-            # faster than the default as the same model reads the default: weighting rows by
-            # their spread moves every estimate with the steadiest rows, the default's too
-            reference = min((float(v) for v, m in zip(means, full)
-                             if params_key(m.params) == default_key), default=0.0)
+            # faster than the default as the same model reads the default
+            reference = 0.0 if steady is None else self.evidence.default_estimate(steady)
             ranked = [i for v, i in sorted((float(v), i) for i, v in enumerate(means))
                       if v < reference and params_key(full[i].params) != default_key]
             noise = self.evidence.noise_sd()

@@ -524,9 +524,11 @@ def test_faster_is_judged_against_the_models_own_reading_of_the_default(grid):
 
     class Lifted:
         def mean(self, x):
-            return np.array([lifted.get(params_key(m.params), 0.2) for m in full])
+            return np.asarray(x)[:, 0]
 
     strategy.evidence.fit_by_spread = lambda: Lifted()
+    strategy.evidence.rows = lambda ms: np.array(
+        [[lifted.get(params_key(m.params), 0.2)] for m in ms])
     strategy.evidence.noise_sd = lambda: 10.0  # nothing faster on its own rounds
     assert [t.number for t in strategy.confirm_candidates(study, 1)] == [best.complete[-1]]
     lifted[default_key] = 0.0  # the model's default at 0: +0.004 is not faster
