@@ -122,3 +122,53 @@ def test_a_locked_database_is_waited_out_and_the_batch_written_whole(tmp_path):
     reader.join()
     assert storage.waited["locked"] >= 1 and heard
     assert optuna.load_study(study_name="s", storage=rdb(path, 5)).trials[0].user_attrs == attrs
+
+
+def test_later_trials_written_from_what_this_process_knows_store_what_optuna_would(tmp_path):
+    """The first trial's params go through Optuna's writer; later ones are checked against the
+    distributions this process wrote: they must land exactly as Optuna's own calls land them."""
+    plans = [{"pml": "ucx", "UCX_TLS": "self,sm", "segments": 4},
+             {"pml": "ob1", "segments": 2}, {"pml": "ucx", "UCX_TLS": "self,tcp", "segments": 8}]
+    sampler = PlannedSampler()
+    reference = optuna.create_study(sampler=sampler)
+    study = study_at(tmp_path)
+    for plan in plans:
+        sampler.plan = plan
+        expected = SPACE.suggest(reference.ask(), CTX)
+        assert write_planned_params(study.ask(), SPACE, CTX, plan) == expected
+    for stored, mine in zip(study.trials, reference.trials):
+        assert stored.params == mine.params
+        assert stored.distributions == mine.distributions
+
+
+def test_a_distribution_another_program_wrote_is_checked_too(tmp_path):
+    """What this process has not written itself, Optuna's writer checks against the study."""
+    elsewhere = optuna.create_study(study_name="s", storage=rdb(tmp_path / "t.db", 5))
+    elsewhere.ask().suggest_categorical("pml", ["unset", "ucx"])  # an Optuna script's trial
+    study = optuna.load_study(study_name="s", storage=open_storage(f"sqlite:///{tmp_path / 't.db'}"))
+    with pytest.raises(ValueError):
+        write_planned_params(study.ask(), SPACE, CTX, {"pml": "ucx", "UCX_TLS": "self,sm",
+                                                       "segments": 1})
+    assert study.trials[1].params == {}
+
+
+def test_two_studies_in_one_storage_may_give_one_name_two_distributions(tmp_path):
+    storage = open_storage(f"sqlite:///{tmp_path / 't.db'}")
+    narrow = SearchSpace(name="t", description="", stack="openmpi", fixed=(), parameters=(
+        Parameter(name="pml", apply="mca", type="choice", choices=("unset", "ucx"),
+                  default="unset"),))
+    for name, space in (("a", SPACE), ("b", narrow), ("a", SPACE), ("b", narrow)):
+        study = optuna.create_study(storage=storage, study_name=name, load_if_exists=True)
+        write_planned_params(study.ask(), space, CTX, {"pml": "ucx", "UCX_TLS": "self,sm",
+                                                       "segments": 1})
+    assert [len(optuna.load_study(study_name=n, storage=storage).trials) for n in "ab"] == [2, 2]
+
+
+def test_a_finished_trial_takes_no_params(tmp_path):
+    study = study_at(tmp_path)
+    write_planned_params(study.ask(), SPACE, CTX, {"pml": "ob1", "segments": 1})
+    trial = study.ask()
+    study.tell(trial, 1.0)
+    with pytest.raises(RuntimeError):
+        write_planned_params(trial, SPACE, CTX, {"pml": "ob1", "segments": 1})
+    assert study.trials[1].params == {}
