@@ -14,7 +14,7 @@ from scipy import sparse, stats
 
 from .. import objective
 from ..storage import params_key
-from ._surrogate import Features, Fit, Pool, Surrogate
+from ._surrogate import Features, Fit, Gram, KeptGram, Pool, Surrogate
 
 NOISE_PRIOR_SD = 0.1  # per-round sd of a score before the study has measured its own
 NOISE_PRIOR_DF = 4  # how many rounds' worth of evidence that prior counts for
@@ -105,6 +105,7 @@ class Evidence:
         self._fitted: tuple[tuple, Fit | None] = ((), None)  # at (version, prior precision)
         self._steady: tuple[tuple, Fit | None] = ((), None)  # fit_by_spread(), the same way
         self._noise: tuple[int, float] = (-1, 0.0)  # noise_sd() at a version of `measured`
+        self._gram = KeptGram()  # the study fit's X'WX, rounds as weights
 
     def add(self, number: int, params: dict[str, Any], rounds: list[float], state: str) -> None:
         """A trial's rounds to its configuration's, and its number by how it ended."""
@@ -160,7 +161,12 @@ class Evidence:
             # kept until a trial adds to it, or a fit (the race's) chose the precision again;
             # keyed by the precision it was made at (this fit may choose it too)
             if self._fitted[0] != (self._version, self.surrogate.lambda_):
-                fitted = self.fit(self.measured)
+                chosen = [m for m in self.measured.values() if m.n]
+                fitted = None
+                if len(chosen) >= 2:
+                    x, counts, gram = self._counted(chosen)
+                    fitted = self.surrogate.fit(x, np.array([m.mean for m in chosen]), counts,
+                                                self.noise_sd(), gram=gram)
                 self._fitted = ((self._version, self.surrogate.lambda_), fitted)
             return self._fitted[1]
         chosen = [m for m in measured.values() if m.n]
@@ -186,10 +192,21 @@ class Evidence:
         if self._steady[0] != at:
             chosen = [m for m in self.measured.values() if m.n]
             noise = self.noise_sd()
+            x, counts, gram = self._counted(chosen)
+            weight = np.array([m.weight(noise) for m in chosen])
+            less = np.flatnonzero(weight != counts)  # rounds spread wide: they count for less
+            if len(less):
+                gram = gram.plus(Gram.of(x[less], weight[less] - counts[less]))
             self._steady = (at, self.surrogate.fit(
-                self.rows(chosen), np.array([m.mean for m in chosen]),
-                np.array([m.weight(noise) for m in chosen]), noise, choose=False))
+                x, np.array([m.mean for m in chosen]), weight, noise, choose=False, gram=gram))
         return self._steady[1]
+
+    def _counted(self, chosen: list[Measured]) -> tuple[sparse.csr_matrix, np.ndarray, Gram]:
+        """The rows of every measured configuration, their numbers of rounds, and the Gram of
+        those rows at those weights (kept between fits: a trial changes one or two rows)."""
+        x = self.rows(chosen)
+        counts = np.array([m.n for m in chosen], dtype=float)
+        return x, counts, self._gram.update(self.matrix(), [m.row for m in chosen], counts)
 
     def default_estimate(self, fitted: Fit) -> float:
         """The default's score as `fitted` reads it (its rows are held at 0, but a fit shrinks

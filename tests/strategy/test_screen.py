@@ -171,6 +171,63 @@ def test_one_configurations_changed_evidence_gives_the_posterior_of_a_new_fit(ch
     assert not np.allclose(base.mean(x), fresh.mean(x), atol=1e-4)  # the change mattered
 
 
+def test_a_kept_gram_is_the_product_of_the_rows_at_their_latest_weights():
+    """The study keeps X'WX between fits and adds only the rows whose weight changed: after
+    rows arrive, gain rounds and are weighed down by their spread, it must be the product a
+    fit would work out afresh, and a posterior from it the fresh posterior."""
+    from scipy import sparse
+
+    from autotune.strategy._surrogate import Gram, KeptGram
+
+    rng = np.random.default_rng(11)
+    matrix = sparse.csr_matrix((rng.random((60, 25)) < 0.2).astype(float) * 0.5 +
+                               (rng.random((60, 25)) < 0.1))
+    kept = KeptGram()
+    rows: list[int] = []
+    weight = np.zeros(0)
+    for step in range(40):
+        if step < 30:
+            rows.append(int(rng.integers(60)) if step % 7 == 6 and rows else step)
+            rows = list(dict.fromkeys(rows))
+            weight = np.append(weight, 1.0)[:len(rows)]
+        weight[rng.integers(len(rows))] += 1  # a round more
+        if step % 5 == 4:  # a wide spread: counted for less
+            weight[rng.integers(len(rows))] *= 0.37
+        gram = kept.update(matrix, rows, weight)
+        x = matrix[rows]
+        fresh = Gram((x.T @ x.multiply(weight[:, None]).tocsr()).toarray(),
+                     np.asarray(x.T @ weight).ravel())
+        assert np.allclose(gram.xtx, fresh.xtx, atol=1e-10)
+        assert np.allclose(gram.xw, fresh.xw, atol=1e-10)
+    y = rng.normal(0, 0.1, len(rows))
+    with_kept = posterior(x, y, weight, 30.0, 2.0, gram)
+    anew = posterior(x, y, weight, 30.0, 2.0)
+    assert np.allclose(with_kept.mean(matrix), anew.mean(matrix), atol=1e-10)
+    assert np.allclose(with_kept.sd(matrix), anew.sd(matrix), atol=1e-10)
+    assert not np.allclose(kept.update(matrix, rows[:-1], weight[:-1]).xtx, gram.xtx)  # one left
+
+
+def test_the_studys_fits_from_the_kept_gram_are_fresh_fits(grid):
+    """After a replayed study, both fits the strategy keeps (rounds counted by number and by
+    spread) are the posteriors a fit on every row afresh gives at the same precisions."""
+    strategy = ScreenStrategy(seed=2)
+    replay_study(grid, strategy, 40, 2)
+    evidence = strategy.evidence
+    chosen = [m for m in evidence.measured.values() if m.n]
+    x = evidence.rows(chosen)
+    noise = evidence.noise_sd()
+    y = np.minimum([m.mean for m in chosen], 0.4)
+    alpha, lambda_ = 1 / noise ** 2, evidence.surrogate.lambda_
+    spread = np.array([m.weight(noise) for m in chosen])
+    assert (spread != [m.n for m in chosen]).any()  # some rounds counted for less
+    for fitted, weight in ((evidence.fit(), np.array([m.n for m in chosen], dtype=float)),
+                           (evidence.fit_by_spread(), spread)):
+        anew = posterior(x, y, weight, alpha, lambda_)
+        pool = evidence.matrix()
+        assert np.allclose(fitted.mean(pool), anew.mean(pool), atol=1e-9)
+        assert np.allclose(fitted.sd(pool[:50]), anew.sd(pool[:50]), atol=1e-9)
+
+
 class RefitEveryLaunch(ScreenStrategy):
     """The race as it was before Fit.changed: a new fit of the model for every question."""
 
