@@ -317,14 +317,18 @@ class Gram:
 class KeptGram:
     """The Gram of a growing set of rows whose weights change: each update adds the changed
     rows' differences only, so the kept products equal a fresh product's up to rounding (none
-    at all while the weights are whole numbers of rounds: every term is then exact)."""
+    at all while the weights are whole numbers of rounds and the features 1 or PAIR_SCALE 0.5:
+    every term is then exact)."""
 
     def __init__(self) -> None:
         self.gram: Gram | None = None
         self.weights: dict[int, float] = {}  # row of the matrix -> its weight in `gram`
 
     def update(self, matrix: sparse.csr_matrix, rows: Sequence[int], weight: np.ndarray) -> Gram:
-        """The Gram of `rows` of `matrix` at `weight` (rows absent here count as weight 0)."""
+        """The Gram of `rows` of `matrix` at `weight` (rows absent here count as weight 0;
+        a row named twice would be counted twice by a fresh product but once here)."""
+        if len(set(rows)) != len(rows):
+            raise ValueError("KeptGram.update: a row is named twice")
         changed = [(r, w - self.weights.get(r, 0.0)) for r, w in zip(rows, weight)
                    if w != self.weights.get(r, 0.0)]
         gone = set(self.weights) - set(rows)

@@ -204,7 +204,13 @@ def test_a_kept_gram_is_the_product_of_the_rows_at_their_latest_weights():
     anew = posterior(x, y, weight, 30.0, 2.0)
     assert np.allclose(with_kept.mean(matrix), anew.mean(matrix), atol=1e-10)
     assert np.allclose(with_kept.sd(matrix), anew.sd(matrix), atol=1e-10)
-    assert not np.allclose(kept.update(matrix, rows[:-1], weight[:-1]).xtx, gram.xtx)  # one left
+    fewer = kept.update(matrix, rows[:-1], weight[:-1])  # a row left out: its weight goes
+    x = matrix[rows[:-1]]
+    assert np.allclose(fewer.xtx, (x.T @ x.multiply(weight[:-1, None]).tocsr()).toarray(),
+                       atol=1e-10)
+    assert not np.allclose(fewer.xtx, gram.xtx)
+    with pytest.raises(ValueError):
+        kept.update(matrix, [0, 0, 1], np.array([3.0, 2.0, 1.0]))
 
 
 def test_the_studys_fits_from_the_kept_gram_are_fresh_fits(grid):
