@@ -61,10 +61,11 @@ def writes_in_one_transaction(storage: optuna.storages.BaseStorage) -> bool:
 def set_params_together(storage: optuna.storages.BaseStorage, trial_id: int,
                         items: Sequence[ParamItem]) -> None:
     """Set a fresh trial's parameters; a distribution incompatible with earlier trials' (another
-    kind, or other choices, as Optuna judges it) raises ValueError and writes none of them, and a finished trial raises Optuna's
-    UpdateFinishedTrialError (a name set twice raises IntegrityError: a search space has no two
-    parameters of one name). A study is never deleted by autotune, so the study id behind what
-    this process knows names the same study for as long as the process runs."""
+    kind, or other choices, as Optuna judges it) raises ValueError and writes none of them, and
+    a finished trial raises Optuna's UpdateFinishedTrialError (a name set twice raises
+    IntegrityError: a search space has no two parameters of one name). A study is never deleted
+    by autotune, so the study id behind what this process knows names the same study for as
+    long as the process runs."""
     writers = _writers(storage)
     if writers is None:
         for name, internal, distribution in items:

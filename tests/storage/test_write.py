@@ -145,7 +145,8 @@ def test_a_distribution_another_program_wrote_is_checked_too(tmp_path):
     """What this process has not written itself, Optuna's writer checks against the study."""
     elsewhere = optuna.create_study(study_name="s", storage=rdb(tmp_path / "t.db", 5))
     elsewhere.ask().suggest_categorical("pml", ["unset", "ucx"])  # an Optuna script's trial
-    study = optuna.load_study(study_name="s", storage=open_storage(f"sqlite:///{tmp_path / 't.db'}"))
+    storage = open_storage(f"sqlite:///{tmp_path / 't.db'}")
+    study = optuna.load_study(study_name="s", storage=storage)
     with pytest.raises(ValueError):
         write_planned_params(study.ask(), SPACE, CTX, {"pml": "ucx", "UCX_TLS": "self,sm",
                                                        "segments": 1})
