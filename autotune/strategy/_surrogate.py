@@ -256,8 +256,9 @@ class Surrogate:
     an SVD of the data, about a second at 1,000 configurations: too much for every trial).
 
     `weight` is each configuration's number of rounds (its mean's precision relative to one
-    round's), or fewer when they spread wider than the study's noise (`Measured.weight`). Scores are capped at SCORE_CAP: how much worse a losing configuration is does not
-    matter, and a 10x loser would bend the linear model."""
+    round's), or fewer when they spread wider than the study's noise (`Measured.weight`).
+    Scores are capped at SCORE_CAP: how much worse a losing configuration is does not matter,
+    and a 10x loser would bend the linear model."""
 
     def __init__(self) -> None:
         self.lambda_: float | None = None  # prior precision of the weights
