@@ -161,21 +161,24 @@ class Evidence:
             # kept until a trial adds to it, or a fit (the race's) chose the precision again;
             # keyed by the precision it was made at (this fit may choose it too)
             if self._fitted[0] != (self._version, self.surrogate.lambda_):
-                chosen = [m for m in self.measured.values() if m.n]
-                fitted = None
-                if len(chosen) >= 2:
-                    x, counts, gram = self._counted(chosen)
-                    fitted = self.surrogate.fit(x, np.array([m.mean for m in chosen]), counts,
-                                                self.noise_sd(), gram=gram)
+                fitted = self._fit_counted(self.measured, kept=True)
                 self._fitted = ((self._version, self.surrogate.lambda_), fitted)
             return self._fitted[1]
+        return self._fit_counted(measured, kept=False)
+
+    def _fit_counted(self, measured: Mapping[tuple, Measured], kept: bool) -> Fit | None:
+        """The fit counting rounds by their number; `kept`: `measured` is the study's own, whose
+        Gram is kept between fits (a race's what-if set is multiplied afresh)."""
         chosen = [m for m in measured.values() if m.n]
         if len(chosen) < 2:
             return None
-        x = self.rows(chosen)
-        y = np.array([m.mean for m in chosen])
-        weight = np.array([m.n for m in chosen], dtype=float)
-        return self.surrogate.fit(x, y, weight, self.noise_sd())
+        if kept:
+            x, counts, gram = self._counted(chosen)
+        else:
+            x, gram = self.rows(chosen), None
+            counts = np.array([m.n for m in chosen], dtype=float)
+        return self.surrogate.fit(x, np.array([m.mean for m in chosen]), counts,
+                                  self.noise_sd(), gram=gram)
 
     def fit_by_spread(self) -> Fit | None:
         """The model at the study fit's precisions, each configuration's rounds counted by
