@@ -13,10 +13,18 @@ BELOW_NOISE = ("the gain is below the noise floor: it shows only on average over
                "not in a single run")
 
 
-def interval_text(confidence: float, family: int, low: float, high: float) -> str:
-    """`95% CI 1.034x..1.176x, simultaneous over 6`: a speedup interval and how to read it."""
+def interval_text(confidence: float, family: int, low: float, high: float,
+                  systematic: float = 0.0) -> str:
+    """`95% CI 1.034x..1.176x, simultaneous over 6`: a speedup interval and how to read it;
+    with `systematic`, that it also holds the benchmark's uncertainty against IMB-MPI1."""
     return (f"{confidence:.0%} CI {low:.3f}x..{high:.3f}x"
-            + (f", simultaneous over {family}" if family > 1 else ""))
+            + (f", simultaneous over {family}" if family > 1 else "")
+            + (systematic_text(systematic) if systematic > 0 else ""))
+
+
+def systematic_text(systematic: float) -> str:
+    """How an interval widened by a benchmark's systematic uncertainty says so."""
+    return f", incl. the benchmark's {systematic:.0%} uncertainty against IMB-MPI1"
 
 
 def below_noise_floor(noise: NoiseFloor | None, claimed: float | None) -> bool:

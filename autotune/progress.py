@@ -103,7 +103,8 @@ class ProgressDisplay:
             if interval is None:
                 self.console.print(f"  trial {cand.trial}: too few rounds to judge")
                 continue
-            text = interval_text(confirmation.confidence, confirmation.family, *interval)
+            text = interval_text(confirmation.confidence, confirmation.family, *interval,
+                                 confirmation.systematic)
             self.console.print(f"  trial {cand.trial}: speedup {cand.speedup:.3f}x ({text}) over "
                                f"{len(cand.round_scores)} rounds: {cand.verdict}")
         if confirmation.stopped:

@@ -88,3 +88,21 @@ def trimmed_interval(values: Iterable[float], confidence: float = 0.95, family: 
     alpha = (1 - confidence) / max(1, family)
     t = float(stats.t.ppf(1 - alpha / 2, df=data.size - 2 * cut - 1))
     return Interval(center, center - t * se, center + t * se, int(data.size), confidence, family)
+
+
+def with_systematic(interval: Interval, systematic: float, selected_from: int = 1) -> Interval:
+    """`interval` widened by a benchmark's systematic uncertainty: `systematic` is the standard
+    uncertainty (log units) of what this benchmark reads for a configuration against what the
+    reference benchmark (IMB-MPI1) reads, measured, not estimated from these values. It is
+    combined with the interval's own half-width in quadrature, at the normal quantile of the
+    interval's confidence held over `selected_from` configurations: the winner of several is
+    likely one the benchmark happens to flatter, whatever the number of looks at its rounds
+    (more rounds do not shrink a bias). Zero: the interval as it is."""
+    if systematic <= 0 or not math.isfinite(interval.half_width):
+        return interval
+    alpha = (1 - interval.confidence) / max(1, selected_from)
+    extra = float(stats.norm.ppf(1 - alpha / 2)) * systematic
+    half = math.hypot(interval.half_width, extra)
+    center = (interval.low + interval.high) / 2
+    return Interval(interval.mean, center - half, center + half, interval.n,
+                    interval.confidence, interval.family)

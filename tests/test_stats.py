@@ -5,7 +5,7 @@ import math
 import pytest
 from scipy import stats
 
-from autotune.stats import MIN_TO_TRIM, mean_interval, trimmed_interval
+from autotune.stats import MIN_TO_TRIM, mean_interval, trimmed_interval, with_systematic
 
 
 def test_mean_interval_is_student_t():
@@ -105,3 +105,22 @@ def test_fourteen_values_cut_two_on_each_side():
 def test_an_infinite_value_is_not_trimmed_away():
     values = KERNEL_ROUNDS[:19] + [math.inf]
     assert not trimmed_interval(values).excludes(0.0)
+
+
+def test_a_systematic_uncertainty_adds_in_quadrature_at_the_selection_level():
+    """A benchmark's bias against IMB-MPI1 widens the interval by z * systematic in quadrature,
+    z held over the candidates it was picked from (not over the looks: rounds do not shrink a
+    bias); the centre stays."""
+    rounds = trimmed_interval([-0.2, -0.22, -0.19, -0.21, -0.2, -0.23, -0.18, -0.2, -0.21,
+                               -0.2, -0.22, -0.19], family=9)
+    wide = with_systematic(rounds, 0.03, selected_from=3)
+    z = stats.norm.ppf(1 - 0.05 / 3 / 2)
+    assert wide.half_width == pytest.approx(math.hypot(rounds.half_width, z * 0.03))
+    assert wide.mean == rounds.mean and wide.family == rounds.family
+    assert with_systematic(rounds, 0.03).half_width < wide.half_width
+    assert with_systematic(rounds, 0.0) == rounds
+
+
+def test_an_unbounded_interval_stays_unbounded_with_a_systematic():
+    one = mean_interval([-0.2])
+    assert with_systematic(one, 0.03) == one

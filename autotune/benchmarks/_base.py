@@ -114,6 +114,10 @@ class Benchmark(ABC):
     # whether a launch checks the collective's result (a wrong one fails it: `wrong-result`);
     # a search with one that does not has the kernel check each configuration (measure.py)
     checks_results: bool = False
+    # the standard uncertainty (log units) of a configuration's speedup over the untuned stack as
+    # this benchmark reads it, against IMB-MPI1's reading of the same: a claim is widened by it
+    # (endgame/confirm.py). 0 for IMB itself and for an application, whose own time is the claim
+    systematic: float = 0.0
 
     @abstractmethod
     def program(self, request: BenchmarkRequest) -> tuple[str, ...]:

@@ -202,9 +202,10 @@ def _(result: BestReport) -> list[str | Table]:
         from ..claims import interval_text
 
         speedup, low, high = cfg.confirmed_speedup
+        interval = interval_text(cfg.confidence, cfg.confirmed_family, low, high,
+                                 cfg.confirmed_systematic)
         head = (f"study {cfg.study}: best is trial {cfg.trial}, confirmed speedup {speedup:.3f}x "
-                f"({interval_text(cfg.confidence, cfg.confirmed_family, low, high)}) over the "
-                "default")
+                f"({interval}) over the default")
     else:
         head = (f"study {cfg.study}: best is trial {cfg.trial}, speedup {cfg.speedup:.3f}x over "
                 "the default")

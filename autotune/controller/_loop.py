@@ -90,7 +90,8 @@ class Controller:
         self.confirm_top = confirm_top
         self.confirm_policy = ConfirmPolicy(min_rounds=confirm_rounds,
                                             max_rounds=max(confirm_rounds, confirm_max_rounds),
-                                            confidence=confirm_confidence)
+                                            confidence=confirm_confidence,
+                                            systematic=measurer.benchmark.systematic)
         self.seed = seed
         self.infra_retries = infra_retries
         self.infra_pause_after = infra_pause_after

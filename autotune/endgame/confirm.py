@@ -18,7 +18,12 @@ Why the claim holds at its stated level:
   is not faster by `min_gain` (futility) or once it is surely slower, and, once another is claimed,
   when it can no longer be worth preferring to the claimed leader (it could be claimed, never win);
 - every interval is simultaneous over the candidates and the looks (Bonferroni): picking the best
-  of several noisy candidates, or looking again until something shows, does not buy a false claim.
+  of several noisy candidates, or looking again until something shows, does not buy a false claim;
+- a claim is about the gain IMB-MPI1 (or the user's application, when it is the benchmark) would
+  read, so a benchmark that reads a configuration a few pp off IMB (the mpi4py kernel: its
+  `systematic`, docs/kernel-fidelity.md) widens the claim's interval by that, in quadrature
+  (`stats.with_systematic`); rounds shrink the noise, not that bias, and a claim whose interval
+  ignored it did not reproduce under IMB.
 The winner is the claimed candidate (interval entirely faster than the default) with the best
 median per size over all its rounds, weighted over the sizes as a trial's score is (see
 `leader`): a mean, or a median of a few rounds, hands the win to a configuration that lands on a
@@ -47,7 +52,7 @@ from scipy import stats
 
 from ..measure import Measurer
 from ..space import LaunchSettings, knobs_changed
-from ..stats import TRIM, mean_interval, trimmed_interval
+from ..stats import TRIM, mean_interval, trimmed_interval, with_systematic
 from ..storage import CONFIRMATION_ATTR, TrialRecord
 from .rounds import Arm, RoundsEngine, median_score, round_scores
 
@@ -72,6 +77,8 @@ class ConfirmPolicy:
     min_gain: float = 0.01  # a candidate surely not faster by 1% is dropped
     race_loss: float = 0.0025  # claimed candidates race on while preferring the leader may lose this
     simpler_within: float = 0.0025  # the simpler of two claimed is preferred if it may lose less
+    # the benchmark's standard uncertainty against IMB-MPI1 (log units; Benchmark.systematic)
+    systematic: float = 0.0
 
     def looks(self) -> list[int]:
         """Rounds after which the candidates are judged: min, 2 min, 4 min, ..., max."""
@@ -104,17 +111,21 @@ class Candidate:
             return None
         return math.exp(-self.ci_high), math.exp(-self.ci_low)
 
-    def judge(self, family: int, policy: ConfirmPolicy) -> None:
+    def judge(self, family: int, policy: ConfirmPolicy, selected_from: int = 1) -> None:
         """The verdict on all its rounds so far, each interval one of `family` held together (a
         claim may be judged again at a later look: every look is in the family). Claimed: the
-        interval (`stats.trimmed_interval`) is entirely faster, and so is the plain mean, which
-        a slow tail of the candidate's own pulls up where the trimmed mean would cut it."""
-        interval = trimmed_interval(self.round_scores, policy.confidence, family)
+        interval (`stats.trimmed_interval`, widened by the benchmark's systematic uncertainty
+        over the `selected_from` candidates) is entirely faster, and so is the plain mean, which
+        a slow tail of the candidate's own pulls up where the trimmed mean would cut it. Not
+        faster: the rounds' own interval says the gain is below `min_gain` as this benchmark
+        reads it (such a candidate could not be claimed with the wider interval either)."""
+        rounds = trimmed_interval(self.round_scores, policy.confidence, family)
+        interval = with_systematic(rounds, policy.systematic, selected_from)
         self.mean, self.ci_low, self.ci_high = interval.mean, interval.low, interval.high
-        if (interval.high < 0 and interval.low < interval.high  # no spread: nothing is known
+        if (interval.high < 0 and rounds.low < rounds.high  # no spread: nothing is known
                 and statistics.fmean(self.round_scores) < 0):
             self.verdict = CLAIMED
-        elif interval.low > -math.log1p(policy.min_gain):
+        elif rounds.low > -math.log1p(policy.min_gain):
             self.verdict = NOT_FASTER
         else:
             self.verdict = UNDECIDED
@@ -136,6 +147,7 @@ class Confirmation:
     looks: list[int] = field(default_factory=list)
     method: str = METHOD
     stopped: str = ""  # why rounds stopped before every candidate was decided
+    systematic: float = 0.0  # the benchmark's uncertainty against IMB-MPI1 in every interval
 
     @property
     def best(self) -> Candidate | None:
@@ -190,7 +202,7 @@ def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSet
             if arm.failed:
                 cand.failed, cand.verdict = arm.failed, FAILED
             elif len(cand.round_scores) >= 2:
-                cand.judge(family, policy)
+                cand.judge(family, policy, selected_from=len(candidates))
         if engine.stopped:
             break
     drop_behind(candidates, policy)
@@ -201,7 +213,8 @@ def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSet
     best = simplest_equivalent(claimed, knob_defaults or {}, policy).trial if claimed else None
     result = Confirmation(rounds=done, candidates=candidates, best_trial=best,
                           finished=time.time(), confidence=policy.confidence, family=family,
-                          looks=looks, stopped=stopped if any(c.open for c in candidates) else "")
+                          looks=looks, stopped=stopped if any(c.open for c in candidates) else "",
+                          systematic=policy.systematic)
     study.set_user_attr(CONFIRMATION_ATTR, result.to_dict())
     return result
 

@@ -40,6 +40,7 @@ class BestConfig:
     confirmed_speedup: tuple[float, float, float] | None = None  # speedup, CI low, CI high
     confirmed_level: str = ""  # how to read the interval: `95% CI, simultaneous over 9`
     confirmed_family: int = 1  # intervals held together in that confirmation
+    confirmed_systematic: float = 0.0  # the benchmark's uncertainty against IMB-MPI1 in it
     confidence: float = 0.95
     verification: StoredVerification | None = None  # the independent check of this trial
     noise: NoiseFloor | None = None  # the allocation's default-vs-default spread
@@ -104,6 +105,7 @@ def best_config(study: optuna.Study) -> BestConfig:
                       confirmed_speedup=interval,
                       confirmed_level=confirmation.level if confirmation else "",
                       confirmed_family=confirmation.family if confirmation else 1,
+                      confirmed_systematic=confirmation.systematic if confirmation else 0.0,
                       confidence=confirmation.confidence if confirmation else 0.95,
                       verification=None if best.is_default else verification_for(
                           stored_verification(study), best.number, "rules" in rules),
@@ -192,8 +194,10 @@ def header_lines(best: BestConfig, now: dt.datetime) -> list[str]:
                      f"{best.value:+.4f})")
     if best.confirmed_speedup:
         speed, low, high = best.confirmed_speedup
+        interval = interval_text(best.confidence, best.confirmed_family, low, high,
+                                 best.confirmed_systematic)
         lines.append(f"# confirmed against the default in interleaved rounds: speedup {speed:.3f}x "
-                     f"({interval_text(best.confidence, best.confirmed_family, low, high)})")
+                     f"({interval})")
     elif not best.is_default:
         lines.append("# UNCONFIRMED: the search's own figure, the best of many noisy draws, not a "
                      "claim (no confirmation ran: see `autotune start --confirm`)")

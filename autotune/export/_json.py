@@ -17,7 +17,7 @@ def json_file(best: BestConfig, now: dt.datetime | None = None) -> str:
     if best.confirmed_speedup:
         speed, low, high = best.confirmed_speedup
         confirmed = {"speedup": speed, "interval": [low, high], "confidence": best.confidence,
-                     "level": best.confirmed_level}
+                     "level": best.confirmed_level, "systematic": best.confirmed_systematic}
     config = best.config
     settings = {"env": dict(sorted(best.env.items())), "mca": dict(sorted(best.mca.items())),
                 "mpirun_args": list(best.mpirun_args)}

@@ -151,7 +151,8 @@ def verdict(best: BestConfig, confirmation: StoredConfirmation | None,
     interval = ""
     if best.confirmed_speedup:
         speed, low, high = best.confirmed_speedup
-        interval = interval_text(best.confidence, best.confirmed_family, low, high)
+        interval = interval_text(best.confidence, best.confirmed_family, low, high,
+                                 best.confirmed_systematic)
     rows = speedup.sizes if speedup else ()
     faster = tuple(r.size for r in rows if r.low > 1.0)
     slower = tuple(r.size for r in rows if r.high < 1.0)

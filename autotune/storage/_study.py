@@ -60,6 +60,7 @@ class StoredConfirmation:
     family: int = 1  # intervals that hold together: candidates x looks
     method: str = ""
     stopped: str = ""  # why rounds stopped with a candidate still undecided
+    systematic: float = 0.0  # the benchmark's uncertainty against IMB-MPI1 in every interval
 
     def candidate(self, trial: int) -> ConfirmedCandidate:
         for cand in self.candidates:
@@ -115,7 +116,8 @@ class StoredConfirmation:
                    confidence=as_float(data.get("confidence") or 0.95, f"{where}: confidence"),
                    family=as_int(data.get("family") or 1, f"{where}: family"),
                    method=as_str(data.get("method") or "", f"{where}: method"),
-                   stopped=as_str(data.get("stopped") or "", f"{where}: stopped"))
+                   stopped=as_str(data.get("stopped") or "", f"{where}: stopped"),
+                   systematic=as_float(data.get("systematic") or 0.0, f"{where}: systematic"))
 
 
 def stored_confirmation(study: optuna.Study) -> StoredConfirmation | None:

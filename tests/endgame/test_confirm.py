@@ -246,3 +246,38 @@ def test_a_candidate_slow_in_a_fifth_of_its_rounds_is_not_claimed():
     cand = Candidate(trial=1, params={}, round_scores=scores)
     cand.judge(9, ConfirmPolicy())
     assert cand.verdict == UNDECIDED
+
+
+def test_a_benchmark_off_imb_by_a_few_pp_cannot_claim_a_gain_of_that_size():
+    """Twenty tight rounds 4% faster: claimed by a benchmark that reads as IMB-MPI1 does; with the
+    kernel's systematic uncertainty against IMB the same rounds cannot tell such a gain from
+    none, so it stays undecided (not dropped as not faster: the rounds say it is). A 20% gain
+    is still claimed, with an interval wider than its rounds' own."""
+    from autotune.benchmarks import Mpi4pyBenchmark
+    from autotune.endgame.confirm import Candidate, UNDECIDED
+
+    small = [-0.04 + 0.004 * ((i % 5) - 2) for i in range(20)]
+    kernel = ConfirmPolicy(systematic=Mpi4pyBenchmark.systematic)
+    assert kernel.systematic > 0
+    as_imb, as_kernel = (Candidate(trial=1, params={}, round_scores=small) for _ in range(2))
+    as_imb.judge(9, ConfirmPolicy(), selected_from=3)
+    as_kernel.judge(9, kernel, selected_from=3)
+    assert as_imb.verdict == CLAIMED and as_kernel.verdict == UNDECIDED
+    big = [s - 0.16 for s in small]
+    plain, wide = (Candidate(trial=1, params={}, round_scores=big) for _ in range(2))
+    plain.judge(9, ConfirmPolicy(), selected_from=3)
+    wide.judge(9, kernel, selected_from=3)
+    assert plain.verdict == wide.verdict == CLAIMED and wide.speedup == plain.speedup
+    (plain_low, plain_high), (low, high) = plain.speedup_interval(), wide.speedup_interval()
+    assert low < plain_low and high > plain_high
+
+
+def test_only_the_kernel_carries_a_systematic_against_imb():
+    """IMB-MPI1 is the reference and an application's time is itself the claim; a replay is
+    judged against its own grid's truth."""
+    from autotune.benchmarks import AppBenchmark, Mpi4pyBenchmark
+    from autotune.benchmarks._imb import ImbBenchmark
+    from autotune.replay import GridRecordings
+
+    assert Mpi4pyBenchmark.systematic > 0
+    assert ImbBenchmark.systematic == AppBenchmark.systematic == GridRecordings.systematic == 0
