@@ -296,3 +296,21 @@ def test_replay_fits_with_one_blas_thread_whatever_the_machine(grid, monkeypatch
     with threadpool_limits(limits=2):
         replay_once(grid, "screen", 4, seed=0)
     assert seen and set(seen) == {1}
+
+
+def test_a_replay_can_price_the_kernels_uncertainty_against_imb(grid):
+    """As judged, a replay's claims carry no benchmark's bias (the grid's own truth is the
+    reference); asked to, its confirmation is widened as a kernel-timed study's would be."""
+    from autotune.endgame.confirm import CLAIMED
+    from autotune.replay import ReplaySettings, replay_study
+    from autotune.storage import stored_confirmation
+
+    def claim(systematic):
+        _, study = replay_study(grid, "grid", 30, 0, ReplaySettings(systematic=systematic))
+        stored = stored_confirmation(study)
+        best = next(c for c in stored.candidates if c.verdict == CLAIMED)
+        return stored.systematic, best.speedup_interval
+
+    (none, plain), (some, wide) = claim(0.0), claim(0.03)
+    assert none == 0.0 and some == 0.03
+    assert wide[0] < plain[0] and wide[1] > plain[1]
