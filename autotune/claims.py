@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .stats import systematic_text
+
 if TYPE_CHECKING:
     from .noise import NoiseFloor
     from .storage import StoredVerification
@@ -20,11 +22,6 @@ def interval_text(confidence: float, family: int, low: float, high: float,
     return (f"{confidence:.0%} CI {low:.3f}x..{high:.3f}x"
             + (f", simultaneous over {family}" if family > 1 else "")
             + (systematic_text(systematic) if systematic > 0 else ""))
-
-
-def systematic_text(systematic: float) -> str:
-    """How an interval widened by a benchmark's systematic uncertainty says so."""
-    return f", incl. the benchmark's {systematic:.0%} uncertainty against IMB-MPI1"
 
 
 def below_noise_floor(noise: NoiseFloor | None, claimed: float | None) -> bool:

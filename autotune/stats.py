@@ -90,6 +90,24 @@ def trimmed_interval(values: Iterable[float], confidence: float = 0.95, family: 
     return Interval(center, center - t * se, center + t * se, int(data.size), confidence, family)
 
 
+def systematic_half_width(systematic: float, confidence: float = 0.95,
+                          selected_from: int = 1) -> float:
+    """What a benchmark's systematic uncertainty alone adds to an interval's half-width (see
+    `with_systematic`): no number of rounds brings a claim's interval below it, so a gain
+    smaller than it cannot be claimed with that benchmark."""
+    if not math.isfinite(systematic) or systematic < 0:
+        raise ValueError(f"a systematic uncertainty is a finite value >= 0, not {systematic}")
+    if systematic == 0:
+        return 0.0
+    alpha = (1 - confidence) / max(1, selected_from)
+    return float(stats.norm.ppf(1 - alpha / 2)) * systematic
+
+
+def systematic_text(systematic: float) -> str:
+    """How an interval widened by a benchmark's systematic uncertainty says so."""
+    return f", incl. the benchmark's {systematic:.0%} uncertainty against IMB-MPI1"
+
+
 def with_systematic(interval: Interval, systematic: float, selected_from: int = 1) -> Interval:
     """`interval` widened by a benchmark's systematic uncertainty: `systematic` is the standard
     uncertainty (log units) of what this benchmark reads for a configuration against what the
@@ -98,10 +116,9 @@ def with_systematic(interval: Interval, systematic: float, selected_from: int = 
     interval's confidence held over `selected_from` configurations: the winner of several is
     likely one the benchmark happens to flatter, whatever the number of looks at its rounds
     (more rounds do not shrink a bias). Zero: the interval as it is."""
-    if systematic <= 0 or not math.isfinite(interval.half_width):
+    extra = systematic_half_width(systematic, interval.confidence, selected_from)
+    if extra == 0 or not math.isfinite(interval.half_width):
         return interval
-    alpha = (1 - interval.confidence) / max(1, selected_from)
-    extra = float(stats.norm.ppf(1 - alpha / 2)) * systematic
     half = math.hypot(interval.half_width, extra)
     center = (interval.low + interval.high) / 2
     return Interval(interval.mean, center - half, center + half, interval.n,

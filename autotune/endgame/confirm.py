@@ -52,7 +52,8 @@ from scipy import stats
 
 from ..measure import Measurer
 from ..space import LaunchSettings, knobs_changed
-from ..stats import TRIM, mean_interval, trimmed_interval, with_systematic
+from ..stats import (TRIM, mean_interval, systematic_half_width, trimmed_interval,
+                     with_systematic)
 from ..storage import CONFIRMATION_ATTR, TrialRecord
 from .rounds import Arm, RoundsEngine, median_score, round_scores
 
@@ -62,6 +63,8 @@ METHOD = ("Student t over paired rounds, of their 20%-trimmed mean (Yuen) from 1
 # a candidate's verdict
 CLAIMED = "faster"  # interval entirely below 0: faster than the default beyond doubt
 NOT_FASTER = "not faster"  # interval says the gain is below min_gain, or it is slower
+# faster, perhaps, but by less than the benchmark's uncertainty against IMB-MPI1: never claimable
+TOO_SMALL = "too small for this benchmark to claim"
 UNDECIDED = "undecided"  # rounds or time ran out first
 BEHIND = "behind the winner"  # undecided, and no longer able to beat a claimed candidate
 FAILED = "failed"
@@ -117,8 +120,9 @@ class Candidate:
         interval (`stats.trimmed_interval`, widened by the benchmark's systematic uncertainty
         over the `selected_from` candidates) is entirely faster, and so is the plain mean, which
         a slow tail of the candidate's own pulls up where the trimmed mean would cut it. Not
-        faster: the rounds' own interval says the gain is below `min_gain` as this benchmark
-        reads it (such a candidate could not be claimed with the wider interval either)."""
+        faster: the rounds' own interval says the gain is below `min_gain`. Too small: it says
+        the gain is below what the benchmark's systematic uncertainty alone adds to an interval,
+        so no number of rounds could claim it; either ends its rounds."""
         rounds = trimmed_interval(self.round_scores, policy.confidence, family)
         interval = with_systematic(rounds, policy.systematic, selected_from)
         self.mean, self.ci_low, self.ci_high = interval.mean, interval.low, interval.high
@@ -127,6 +131,9 @@ class Candidate:
             self.verdict = CLAIMED
         elif rounds.low > -math.log1p(policy.min_gain):
             self.verdict = NOT_FASTER
+        elif rounds.low > -systematic_half_width(policy.systematic, policy.confidence,
+                                                 selected_from):
+            self.verdict = TOO_SMALL
         else:
             self.verdict = UNDECIDED
 
