@@ -27,7 +27,7 @@ import optuna
 from ..errors import AutotuneError, InputError
 from ..measure import MeasurementPlan, Measurer
 from ..space import LaunchSettings
-from ..stats import Interval, mean_interval, trimmed_interval
+from ..stats import Interval, mean_interval, trimmed_interval, with_systematic
 from ..storage import (VERIFICATION_ATTR, StoredVerification, StudyConfig, TrialRecord,
                        VerifiedSize, load_baselines, stored_config, stored_confirmation,
                        stored_verification)
@@ -175,13 +175,16 @@ def vouching_interval(values: list[float]) -> Interval:
 
 def summarize(measured: Rounds, *, benchmark: str, independent: bool, trial: int, rounds: int,
               search: tuple[float | None, tuple[float, float] | None],
-              deployed: str = "") -> StoredVerification:
-    """The stored result: per-size and weighted speedups with intervals, and the agreement."""
+              deployed: str = "", systematic: float = 0.0) -> StoredVerification:
+    """The stored result: per-size and weighted speedups with intervals, and the agreement.
+    `systematic`: the check's benchmark's uncertainty against IMB-MPI1 (the kernel's, when it
+    checks an IMB search), carried by the weighted interval as a claim's is, so the kernel's
+    known bias alone cannot make the check disagree."""
     base = StoredVerification(benchmark=benchmark, independent=independent, trial=trial,
                               rounds=rounds, rounds_measured=len(measured.scores),
                               round_scores=tuple(measured.scores), search_speedup=search[0],
                               search_interval=search[1], finished=time.time(),
-                              argv=measured.argv, measured=deployed)
+                              argv=measured.argv, measured=deployed, systematic=systematic)
     if measured.wrong_result:  # whatever the speed, a wrong answer is never recommended
         return replace(base, failed=f"wrong-result: {measured.wrong_result}"[:500], agrees=False)
     if measured.best_failed:  # rounds before a crash or a hang do not vouch for the rest
@@ -198,7 +201,7 @@ def summarize(measured: Rounds, *, benchmark: str, independent: bool, trial: int
             continue
         speed, low, high = vouching_interval(ratios).speedup()
         sizes.append(VerifiedSize(size=size, speedup=speed, speedup_interval=(low, high)))
-    speed, low, high = vouching_interval(measured.scores).speedup()
+    speed, low, high = with_systematic(vouching_interval(measured.scores), systematic).speedup()
     return replace(base, speedup=speed, speedup_interval=(low, high), sizes=tuple(sizes),
                    agrees=agreement((low, high), search[1], search[0]))
 
@@ -227,7 +230,8 @@ def verify_on(study: optuna.Study, measurer: Measurer, choice: BenchmarkChoice, 
                               random.Random(seed), deadline=deadline, on_round=on_round)
     result = summarize(measured, benchmark=choice.benchmark.describe(),
                        independent=choice.independent, trial=best.trial, rounds=rounds,
-                       search=search_figure(study, best), deployed=deployed)
+                       search=search_figure(study, best), deployed=deployed,
+                       systematic=choice.benchmark.systematic)
     store(study, result)
     return result
 

@@ -10,6 +10,7 @@ from typing import Any
 import optuna
 
 from ..errors import StorageError
+from ..stats import systematic_text
 from ._coerce import (as_bool, as_float, as_int, as_list, as_mapping, as_opt_float, as_opt_int,
                       as_str, as_str_tuple)
 from ._schema import CONFIRMATION_ATTR, RUN_ATTR, VERIFICATION_ATTR
@@ -159,6 +160,7 @@ class StoredVerification:
     argv: tuple[str, ...] = ()  # one launch of the best as it ran
     measured: str = ""  # what was deployed and measured: "" the configuration's settings, else
     # e.g. "per-size rules (3 bands, ompi-rules) with the configuration's other settings"
+    systematic: float = 0.0  # the check's benchmark's uncertainty against IMB-MPI1, in its interval
 
     @property
     def label(self) -> str:
@@ -178,7 +180,8 @@ class StoredVerification:
             return f"independent check ({self.label}): failed ({self.failed or 'no figure'})"
         low, high = self.speedup_interval
         line = (f"independent check ({self.label}, {self.rounds_measured} rounds): speedup "
-                f"{self.speedup:.2f}x (95% CI {low:.2f}x..{high:.2f}x)")
+                f"{self.speedup:.2f}x (95% CI {low:.2f}x..{high:.2f}x"
+                f"{systematic_text(self.systematic) if self.systematic > 0 else ''})")
         search = ""
         if self.search_speedup is not None:
             search = f" ({self.search_speedup:.2f}x" + (
@@ -211,7 +214,7 @@ class StoredVerification:
                 "round_scores": list(self.round_scores), "search_speedup": self.search_speedup,
                 "search_interval": _pair_out(self.search_interval), "agrees": self.agrees,
                 "finished": self.finished, "failed": self.failed, "argv": list(self.argv),
-                "measured": self.measured}
+                "measured": self.measured, "systematic": self.systematic}
 
     @classmethod
     def from_dict(cls, data: Any, where: str) -> StoredVerification:
@@ -246,7 +249,8 @@ class StoredVerification:
             finished=as_opt_float(data.get("finished"), f"{where}: finished"),
             failed=as_str(data.get("failed") or "", f"{where}: failed"),
             argv=as_str_tuple(data.get("argv") or [], f"{where}: argv"),
-            measured=as_str(data.get("measured") or "", f"{where}: measured"))
+            measured=as_str(data.get("measured") or "", f"{where}: measured"),
+            systematic=as_float(data.get("systematic") or 0.0, f"{where}: systematic"))
 
 
 def _pair_out(pair: tuple[float, float] | None) -> list[float] | None:

@@ -285,6 +285,7 @@ def test_a_real_check_launches_open_mpi_with_the_exported_rules(tmp_path, mpirun
     assert result.rounds_measured == 2 and result.measured.startswith("per-size rules (2 bands")
     assert "coll_tuned_dynamic_rules_filename" in " ".join(result.argv)
     assert stored_verification(study).measured == result.measured
+    assert result.systematic == Mpi4pyBenchmark.systematic > 0  # the kernel's, in its interval
 
 
 def test_a_best_that_fails_after_some_rounds_is_not_vouched_for():
@@ -331,3 +332,26 @@ def test_a_slow_fifth_of_the_best_is_not_trimmed_into_a_verified_gain():
     trimmed = summarize(Rounds(scores=disturbed, argv=("mpirun",)), benchmark="IMB-MPI1",
                         independent=True, trial=1, rounds=20, search=(1.1, (1.02, 1.2)))
     assert trimmed.speedup_interval[0] > 1  # far rounds on both sides: the trimmed mean's
+
+
+def test_a_kernel_check_of_an_imb_search_carries_the_kernels_uncertainty():
+    """Twelve tight rounds reading 1.005x, against an IMB search that claimed 1.06x-1.20x: by its
+    rounds alone the check would disagree (no gain told apart, and its whole interval below the
+    claim's), and the untuned stack would be recommended; with the kernel's uncertainty against
+    IMB it does not, and it says what its interval holds. Per size the rounds' own intervals."""
+    from autotune.benchmarks import Mpi4pyBenchmark
+    from autotune.storage import StoredVerification
+
+    scores = [-math.log(1.005) + 0.004 * ((i % 4) - 1.5) for i in range(12)]
+    rounds = Rounds(per_size={8: scores}, scores=scores, argv=("mpirun",))
+    kwargs = dict(benchmark="mpi4py kernel", independent=True, trial=4, rounds=12,
+                  search=(1.12, (1.06, 1.20)))
+    bare = summarize(rounds, **kwargs)
+    carried = summarize(rounds, **kwargs, systematic=Mpi4pyBenchmark.systematic)
+    assert bare.agrees is False and carried.agrees is True
+    assert carried.speedup_interval[1] > 1.06 > bare.speedup_interval[1]
+    assert carried.sizes == bare.sizes
+    assert "3% uncertainty against IMB-MPI1" in carried.describe()
+    assert "uncertainty" not in bare.describe()
+    again = StoredVerification.from_dict(carried.to_dict(), "test")
+    assert again.systematic == carried.systematic and again.describe() == carried.describe()
