@@ -135,8 +135,10 @@ def study_status(study: optuna.Study, storage_url: str | None = None) -> StudySt
             confirmed_best, ci = chosen.trial, chosen.speedup_interval
             assert ci is not None
             claimed_trial, claimed = chosen.trial, chosen.speedup
+            interval = interval_text(confirmation.confidence, confirmation.family, *ci,
+                                     confirmation.systematic)
             conf_line = (f"confirmed best: trial {confirmed_best}, speedup {chosen.speedup:.3f}x "
-                         f"({interval_text(confirmation.confidence, confirmation.family, *ci)})")
+                         f"({interval})")
     elif best is not None and not best.is_default and best.value is not None:
         claimed_trial, claimed = best.number, math.exp(-best.value)
     check = verification_for(stored_verification(study), claimed_trial)

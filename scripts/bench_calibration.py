@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from dataclasses import dataclass
@@ -138,6 +139,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.seeds < 1 or args.budget < 1 or args.real_budget < 1:
         parser.error("--seeds, --budget and --real-budget must be at least 1")
+    if not math.isfinite(args.systematic) or args.systematic < 0:
+        parser.error("--systematic must be a finite number >= 0 (log units; the kernel's: 0.03)")
     others = len(read_grid(args.aa_grid).t_us) - 1
     if not 0 <= args.planted_index < others:
         parser.error(f"--planted-index must be in 0..{others - 1}")
