@@ -21,7 +21,7 @@ def interval_text(confidence: float, family: int, low: float, high: float,
     with `systematic`, that it also holds the benchmark's uncertainty against IMB-MPI1."""
     return (f"{confidence:.0%} CI {low:.3f}x..{high:.3f}x"
             + (f", simultaneous over {family}" if family > 1 else "")
-            + (systematic_text(systematic) if systematic > 0 else ""))
+            + systematic_text(systematic))
 
 
 def below_noise_floor(noise: NoiseFloor | None, claimed: float | None) -> bool:

@@ -104,7 +104,10 @@ def systematic_half_width(systematic: float, confidence: float = 0.95,
 
 
 def systematic_text(systematic: float) -> str:
-    """How an interval widened by a benchmark's systematic uncertainty says so."""
+    """How an interval widened by a benchmark's systematic uncertainty says so (nothing when
+    it was not widened)."""
+    if systematic <= 0:
+        return ""
     return f", incl. the benchmark's {systematic:.0%} uncertainty against IMB-MPI1"
 
 

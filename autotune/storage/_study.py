@@ -181,7 +181,7 @@ class StoredVerification:
         low, high = self.speedup_interval
         line = (f"independent check ({self.label}, {self.rounds_measured} rounds): speedup "
                 f"{self.speedup:.2f}x (95% CI {low:.2f}x..{high:.2f}x"
-                f"{systematic_text(self.systematic) if self.systematic > 0 else ''})")
+                f"{systematic_text(self.systematic)})")
         search = ""
         if self.search_speedup is not None:
             search = f" ({self.search_speedup:.2f}x" + (
