@@ -16,12 +16,13 @@ BELOW_NOISE = ("the gain is below the noise floor: it shows only on average over
 
 
 def interval_text(confidence: float, family: int, low: float, high: float,
-                  systematic: float = 0.0) -> str:
+                  systematic: float = 0.0, note: str = "") -> str:
     """`95% CI 1.034x..1.176x, simultaneous over 6`: a speedup interval and how to read it;
-    with `systematic`, that it also holds the benchmark's uncertainty against IMB-MPI1."""
+    with `systematic`, that it also holds the benchmark's uncertainty against IMB-MPI1 (a
+    stand-in where `note` says it was not measured)."""
     return (f"{confidence:.0%} CI {low:.3f}x..{high:.3f}x"
             + (f", simultaneous over {family}" if family > 1 else "")
-            + systematic_text(systematic))
+            + systematic_text(systematic, note))
 
 
 def below_noise_floor(noise: NoiseFloor | None, claimed: float | None) -> bool:

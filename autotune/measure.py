@@ -144,6 +144,12 @@ class Measurer:
         return Measurer(self.plan, group, self.benchmark, oversubscribe=self.oversubscribe,
                         executor=self.executor or group.run, checker=self.checker)
 
+    def with_benchmark(self, benchmark: Benchmark) -> "Measurer":
+        """The same plan, launcher and executor, timed by another benchmark (IMB-MPI1 checking
+        what the search's benchmark found, on the same nodes)."""
+        return Measurer(self.plan, self.launcher, benchmark, oversubscribe=self.oversubscribe,
+                        executor=self.executor)
+
     def check_results(self, settings: LaunchSettings, seed: int, *,
                       params: dict[str, Any] | None = None) -> LaunchRecord | None:
         """One launch of the checker on the configuration, every size of the plan: a wrong

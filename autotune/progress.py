@@ -104,7 +104,7 @@ class ProgressDisplay:
                 self.console.print(f"  trial {cand.trial}: too few rounds to judge")
                 continue
             text = interval_text(confirmation.confidence, confirmation.family, *interval,
-                                 confirmation.systematic)
+                                 confirmation.systematic, confirmation.systematic_note)
             self.console.print(f"  trial {cand.trial}: speedup {cand.speedup:.3f}x ({text}) over "
                                f"{len(cand.round_scores)} rounds: {cand.verdict}")
         if confirmation.stopped:
@@ -114,6 +114,8 @@ class ProgressDisplay:
                                "the default stays")
         else:
             self.console.print(f"confirmed best: trial {confirmation.best_trial}")
+            if confirmation.choice:
+                self.console.print(f"  why: {escape(confirmation.choice)}")
 
     def ruling(self, variants: int, rounds: int) -> None:
         self.console.print(f"per-size rules: {variants} algorithms x every size, {rounds} "

@@ -28,7 +28,7 @@ import numpy as np
 import optuna
 from threadpoolctl import threadpool_limits
 
-from .benchmarks import Mpi4pyBenchmark
+from .benchmarks import Disagreement, Mpi4pyBenchmark
 from .controller import Controller
 from .errors import InputError
 from .export import best_config
@@ -111,6 +111,10 @@ class GridRecordings(Mpi4pyBenchmark):
     def __init__(self, systematic: float = 0.0) -> None:
         super().__init__()
         self.systematic = systematic
+
+    def disagreement(self, collective: str) -> Disagreement:
+        return Disagreement(self.systematic, measured="asked for by the replay"
+                            if self.systematic else "")
 
 
 def true_speedups(grid: Grid) -> dict[tuple, float]:
@@ -305,6 +309,47 @@ def aa_universe(grid: Grid, seed: int) -> Grid:
             c, p = launches[source]
             for size in sizes:
                 universe.add(config, new_pass, size, grid.t_us[c][p][size], grid.started[(c, p)])
+    return universe
+
+
+NOISY_PASS_SD = 0.10  # launch-to-launch level of a noisy 2-core VM (issue 55, AMD EPYC)
+NOISY_SIZE_SD = 0.05  # size-to-size within one launch
+
+
+def noisy_universe(grid: Grid, seed: int, values: int = 12, passes: int = 12,
+                   pass_sd: float = NOISY_PASS_SD, size_sd: float = NOISY_SIZE_SD,
+                   knob: str = "knob") -> Grid:
+    """An A/A grid as noisy as a busy machine, from the real untuned launches of an A/A
+    recording (`grid`): one knob of `values` values (the first is the default, "unset"), each
+    `passes` launches, every launch a real one drawn at random, its level over the sizes (its
+    mean log-time against the per-size median) rescaled to a standard deviation of `pass_sd`
+    over the recording's launches and its size-to-size residuals to `size_sd`. Real launches
+    keep the shape of real noise (its tails); the rescaling sets its width. A launch's level
+    is its own: nothing is shared between the configurations of a pass, so the replay's
+    pairing with the default launch of the same pass cancels nothing, as on a machine whose
+    level changes from one launch to the next. Every configuration is the default in fact:
+    any gain claimed is false (`planted` makes one real)."""
+    sizes = grid.sizes
+    launches = [sizes_of for passes_ in grid.t_us.values() for sizes_of in passes_.values()
+                if all(s in sizes_of for s in sizes)]
+    if len(launches) < 2:
+        raise InputError("a noisy universe needs at least two complete launches")
+    logs = np.log(np.array([[launch[s] for s in sizes] for launch in launches]))
+    median = np.median(logs, axis=0)
+    level = (logs - median).mean(axis=1)
+    residual = logs - median - level[:, None]
+    level_sd, residual_sd = float(level.std()), float(residual.std())
+    level = level / level_sd * pass_sd if level_sd > 0 else level
+    residual = residual / residual_sd * size_sd if residual_sd > 0 else residual
+    rng = random.Random(f"noisy-universe-{seed}")
+    universe = Grid(knobs=(knob,), benchmark=grid.benchmark)
+    for v in range(values):
+        config: Config = () if v == 0 else ((knob, f"v{v}"),)
+        for p in range(passes):
+            i = rng.randrange(len(launches))
+            for j, size in enumerate(sizes):
+                universe.add(config, p, size, float(np.exp(median[j] + level[i] + residual[i, j])),
+                             float(p))
     return universe
 
 

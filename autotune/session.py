@@ -17,7 +17,8 @@ from typing import Any
 import optuna
 
 from .benchmarks import (APP_RUN, AUTO_BENCHMARK, REDUCTION_ELEMENT_BYTES, REDUCTIONS, Benchmark,
-                         Mpi4pyBenchmark, auto_benchmark, configured_benchmark, kind_of_stored)
+                         Mpi4pyBenchmark, auto_benchmark, configured_benchmark, find_benchmark,
+                         kind_of_stored)
 from .benchmarks import REGISTRY as BENCHMARK_KINDS
 from .checks import (check_cores, check_host_count, check_kernel_mpi, check_site_settings,
                      nbc_notes, probe_nodes, ucx_trial_params)
@@ -134,12 +135,18 @@ class Session:
             return None
         ctx = TrialContext(config.collective, config.nodes)
         defaults = self.space.defaults(ctx, self.context_values)
+        benchmark = self.measurer.benchmark
+        imb = None
+        if benchmark.name != "imb":  # the bands are checked with IMB where it is found
+            imb = find_benchmark("imb", options, config.collective, self.caps.mpi_family)
         return stage.PerSizeStage(
             self.study, self.space, collective=config.collective, nodes=config.nodes,
             ppn=config.ppn, weights=config.weights, default_params=defaults,
             default_settings=self.space.settings(defaults, ctx),
             rules_dir=autotune_home() / "rules", rounds=options.per_size_rounds,
-            seed=options.seed, events=events)
+            seed=options.seed, events=events,
+            disagreement=benchmark.disagreement(config.collective),
+            imb_check=imb if imb is not None and imb.times(config.collective) else None)
 
     def verifier(self, options: StartOptions, events: Events | None) -> Any:
         """The independent check run when the confirmation names a winner, or None."""
@@ -252,7 +259,8 @@ def with_benchmark_chosen(options: StartOptions) -> StartOptions:
     if options.benchmark != AUTO_BENCHMARK:
         return options
     stored = None if options.new_study else _stored_benchmark(options)
-    return replace(options, benchmark=stored or auto_benchmark(options, options.collective))
+    return replace(options, benchmark=stored or auto_benchmark(
+        options, options.collective, family_of(load_space(options.space).stack)))
 
 
 def auto_note(name: str, benchmark: Benchmark, resumed: int) -> str:
@@ -261,9 +269,12 @@ def auto_note(name: str, benchmark: Benchmark, resumed: int) -> str:
         return f"benchmark: {benchmark.describe()}, as this study began (--benchmark auto)"
     if name == "imb":
         return (f"benchmark: {benchmark.describe()} (--benchmark auto: IMB where it is found; "
-                "docs/kernel-fidelity.md says why)")
+                "docs/method.md says why)")
+    if name == "cbench":
+        return (f"benchmark: {benchmark.describe()}, IMB-MPI1's method built with this MPI's "
+                f"mpicc (--benchmark auto: IMB-MPI1 not found, {BENCHMARK_KINDS['imb'].where})")
     return (f"benchmark: the mpi4py kernel (--benchmark auto: IMB-MPI1 not found, "
-            f"{BENCHMARK_KINDS['imb'].where})")
+            f"{BENCHMARK_KINDS['imb'].where}; no mpicc to build autotune's C benchmark)")
 
 
 def _stored_benchmark(options: StartOptions) -> str | None:
@@ -275,9 +286,11 @@ def _stored_benchmark(options: StartOptions) -> str | None:
     return kind_of_stored(config.benchmark) if config is not None else None
 
 
-def benchmark_of(options: StartOptions) -> Benchmark:
-    """The configured benchmark, checked usable here (IMB found and executable, ...)."""
-    benchmark = configured_benchmark(options.benchmark, options, collective=options.collective)
+def benchmark_of(options: StartOptions, family: str | None = None) -> Benchmark:
+    """The configured benchmark, checked usable here (IMB found and executable, autotune's C
+    benchmark built with the `family`'s mpicc, ...)."""
+    benchmark = configured_benchmark(options.benchmark, options, collective=options.collective,
+                                     family=family)
     benchmark.check()
     return benchmark
 
@@ -324,7 +337,8 @@ def preflight(options: StartOptions) -> Checked:
     ppn = ranks_per_node(options)
     if choice == "local":
         check_cores(options, ppn, probe_host(caps))
-    return Checked(space=space, sizes=sizes, benchmark=benchmark_of(options), caps=caps,
+    return Checked(space=space, sizes=sizes, benchmark=benchmark_of(options, caps.mpi_family),
+                   caps=caps,
                    launcher=choice, why=why, ppn=ppn, name=name, storage_url=storage_url,
                    verify_choice=verification_of(options))
 
@@ -346,10 +360,11 @@ def verification_of(options: StartOptions) -> Any:
     choice = choose_benchmark(options.benchmark, located=options, allow_same=False,
                               collective=options.collective)
     if choice is None and options.verify == "yes":
-        partner = BENCHMARK_KINDS[BENCHMARK_KINDS[options.benchmark].partner]
+        partners = " or ".join(BENCHMARK_KINDS[name].label
+                               for name in BENCHMARK_KINDS[options.benchmark].partners)
         raise InputError(f"--verify: {missing_partner(options.benchmark)}; the independent "
                          f"check of a search with {BENCHMARK_KINDS[options.benchmark].label} "
-                         f"runs {partner.label}")
+                         f"runs {partners}")
     return choice
 
 
@@ -477,7 +492,7 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
         check_comparable(name, earlier, fingerprint)
     study.set_user_attr(FINGERPRINT_ATTR, fingerprint)
     recovered = recover_abandoned(study)
-    checker, checker_note = result_checker(benchmark, caps)
+    checker, checker_note = result_checker(benchmark, caps, options.collective)
     measurer = Measurer(plan, None, benchmark, oversubscribe=options.oversubscribe,
                         checker=checker)  # per group
     session = Session(study=study, space=resolved.space, config=config, plan=plan,
@@ -527,13 +542,20 @@ def _prepare_locked(options, space, chosen, pool, host, ppn, caps, ctx, resolved
     return session
 
 
-def result_checker(benchmark: Benchmark, caps: Capabilities) -> tuple[Benchmark | None, str]:
-    """The kernel, checking each configuration's results where the search's benchmark times
-    collectives without checking them (IMB-MPI1 checks nothing unless built with CHECK), and
-    the note that says so; (None, "") for a benchmark that checks its own or times no
-    collective (an application)."""
+def result_checker(benchmark: Benchmark, caps: Capabilities,
+                   collective: str = "allreduce") -> tuple[Benchmark | None, str]:
+    """What checks each configuration's results where the search's benchmark times collectives
+    without checking them (IMB-MPI1 checks nothing unless built with CHECK): autotune's C
+    benchmark where this MPI's mpicc builds it (it starts in a fraction of the kernel's time),
+    else the mpi4py kernel; and the note that says so. (None, "") for a benchmark that checks
+    its own or times no collective (an application)."""
     if benchmark.checks_results or not benchmark.sized:
         return None, ""
+    c_checker = find_benchmark("cbench", None, collective, caps.mpi_family)
+    if c_checker is not None and c_checker.times(collective):
+        return c_checker, (f"{benchmark.describe()} does not check results: one launch of "
+                           "autotune's C benchmark checks each configuration's (a wrong one "
+                           "fails the trial)")
     if caps.mpi_family == "mpich" and mpi4py_for_mpich() is None:
         return None, (f"results not checked: {benchmark.describe()} does not check them, and the "
                       "mpi4py kernel that would needs mpi4py built against MPICH (bash "

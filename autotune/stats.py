@@ -103,12 +103,16 @@ def systematic_half_width(systematic: float, confidence: float = 0.95,
     return float(stats.norm.ppf(1 - alpha / 2)) * systematic
 
 
-def systematic_text(systematic: float) -> str:
+def systematic_text(systematic: float, note: str = "") -> str:
     """How an interval widened by a benchmark's systematic uncertainty says so (nothing when
-    it was not widened)."""
+    it was not widened); `note` (benchmarks/_fidelity.py) beginning "not measured": the value
+    is a stand-in, and the text says so."""
     if systematic <= 0:
         return ""
-    return f", incl. the benchmark's {systematic:.0%} uncertainty against IMB-MPI1"
+    if note.startswith("not measured"):
+        return (f", incl. a stand-in {systematic:.1%} uncertainty against IMB-MPI1 "
+                f"({note.split(':', 1)[0]})")
+    return f", incl. the benchmark's {systematic:.1%} uncertainty against IMB-MPI1"
 
 
 def with_systematic(interval: Interval, systematic: float, selected_from: int = 1) -> Interval:

@@ -136,7 +136,7 @@ def study_status(study: optuna.Study, storage_url: str | None = None) -> StudySt
             assert ci is not None
             claimed_trial, claimed = chosen.trial, chosen.speedup
             interval = interval_text(confirmation.confidence, confirmation.family, *ci,
-                                     confirmation.systematic)
+                                     confirmation.systematic, confirmation.systematic_note)
             conf_line = (f"confirmed best: trial {confirmed_best}, speedup {chosen.speedup:.3f}x "
                          f"({interval})")
     elif best is not None and not best.is_default and best.value is not None:

@@ -33,6 +33,11 @@ class Arm:
     settings: LaunchSettings
     params: dict[str, Any] = field(default_factory=dict)
     scores: dict[str, list[float]] = field(default_factory=dict)  # benchmark -> per round
+    # benchmark -> per round: {size: log(t_arm / t_default)} (the per-size evidence)
+    per_size: dict[str, list[dict[int, float]]] = field(default_factory=dict)
+    rounds: dict[str, list[int]] = field(default_factory=dict)  # benchmark -> round of each score
+    # benchmark -> round -> {size: log t_max}: to compare two arms directly, round by round
+    log_t: dict[str, dict[int, dict[int, float]]] = field(default_factory=dict)
 
     def speedup(self, bench: str) -> tuple[float, float, float] | None:
         """exp(-mean score) with its Student-t 95% interval (speedup, low, high)."""
@@ -42,6 +47,15 @@ class Arm:
     def median_speedup(self, bench: str) -> float | None:
         values = self.scores.get(bench, [])
         return math.exp(-statistics.median(values)) if values else None
+
+    def against(self, other: Arm, bench: str, weights: Mapping[int, float]) -> list[float]:
+        """Per round both arms ran: the weighted mean over sizes of log(t_other / t_self), this
+        arm's speedup over `other` in log units, measured in the same round (no default in
+        between: the two arms themselves are paired)."""
+        mine, theirs = self.log_t.get(bench, {}), other.log_t.get(bench, {})
+        return [objective.weighted_score({s: theirs[r][s] - mine[r][s] for s in mine[r]
+                                          if s in theirs[r]}, weights)
+                for r in sorted(mine) if r in theirs]
 
 
 def run_rounds(arms: list[Arm], default: LaunchSettings, measurers: Mapping[str, Measurer],
@@ -75,7 +89,12 @@ def run_rounds(arms: list[Arm], default: LaunchSettings, measurers: Mapping[str,
                     except LaunchFailed as exc:
                         failures.append(f"{bench} {arm.label}: {exc}")
                         continue
+                    ratios = {s: math.log(t / ref.t_max_us[s])
+                              for s, t in record.t_max_us.items()}
                     arm.scores.setdefault(bench, []).append(objective.weighted_score(
-                        {s: math.log(t / ref.t_max_us[s]) for s, t in record.t_max_us.items()},
-                        by_bench[bench]))
+                        ratios, by_bench[bench]))
+                    arm.per_size.setdefault(bench, []).append(ratios)
+                    arm.rounds.setdefault(bench, []).append(r)
+                    arm.log_t.setdefault(bench, {})[r] = {
+                        s: math.log(t) for s, t in record.t_max_us.items()}
         say(f"round {r + 1}/{rounds} done")

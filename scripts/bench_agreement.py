@@ -1,26 +1,27 @@
 #!/usr/bin/env python3
-"""Benchmark (not a test): does the search's benchmark (the mpi4py kernel, where IMB is not
-installed; `--search imb`: IMB, where it is) read each configuration's gain as IMB-MPI1 reads it? Many configurations of the default space, both
-benchmarks, interleaved rounds, on this machine.
+"""Benchmark (not a test): does the search's benchmark read each configuration's gain as IMB-MPI1
+reads it? Many configurations of the default space, IMB-MPI1 (the reference) and one or more
+benchmarks in its place, interleaved in the same rounds, on this machine.
+
+`--search` names them, comma-separated: `cbench` (autotune's C benchmark, IMB's method: what a
+machine without IMB times with), `kernel` (the mpi4py kernel), `imb` (a second, independent
+IMB-MPI1: its own launches and its own default launches; the noise floor of the comparison,
+what agreement the criterion allows on this machine with no difference of method at all).
 
 The configurations: every one-knob change from the untuned stack, every one-knob change from
-plain `pml=ucx` (the UCX knobs), and the combinations searches here liked (FAVOURITES), plus
-`--config` ones. Each round visits them in a random order, in groups of `--group`; for each group
-and each benchmark (in a random order) one launch of the untuned stack, then each configuration
-of the group (random order), all through the project's own launcher, benchmarks and parsers
-(real mpirun, argv lists, no shell). A configuration's score in a round is the weighted mean over
-the sizes (uniform, as a study weighs them) of log(t_config / t_default) against the default
-launch of its group and benchmark; its speedup is exp(-mean over rounds), with a Student-t 95%
-interval. It agrees when the two speedups differ by at most `--tolerance` percentage points.
-Also printed: the agreement of the trimmed means of the rounds (a study's own scoring), and of
-the medians of the rounds: on this machine one or two rounds in twelve read wild (a round score
-0.4-0.9 off the others), which moves a mean by several pp and a median not at all.
+plain `pml=ucx` (the UCX knobs, and with `--ucx-algorithms` every allreduce algorithm on top of
+it), and the combinations searches here liked (FAVOURITES), plus `--config` ones. Each round
+visits them in a random order, in groups of `--group`; for each group and each benchmark (in a
+random order) one launch of the untuned stack, then each configuration of the group (random
+order), all through the project's own launcher, benchmarks and parsers (real mpirun, argv lists,
+no shell). A configuration's score in a round is the weighted mean over the sizes (uniform, as a
+study weighs them) of log(t_config / t_default) against the default launch of its group and
+benchmark. It agrees when the two speedups differ by at most `--tolerance` percentage points,
+scored three ways: the mean of the rounds (with a Student-t 95% interval), their trimmed mean
+(a study's own scoring) and their median (robust to a wild round). The CPU is named in the
+first line.
 
-`--search imb` puts a second, independent IMB-MPI1 in the search's place (its own launches and
-its own default launches, interleaved the same way): the noise floor of the comparison, what
-agreement the criterion allows on this machine even with no difference of method.
-
-    .venv/bin/python scripts/bench_agreement.py --rounds 12 --imb-dir DIR
+    .venv/bin/python scripts/bench_agreement.py --rounds 12 --imb-dir DIR --search cbench,imb
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from _interleaved import Arm, run_rounds  # noqa: E402
 
 from autotune import objective  # noqa: E402
 from autotune.benchmarks import Mpi4pyBenchmark  # noqa: E402
+from autotune.benchmarks._cbench import CBenchmark  # noqa: E402
 from autotune.benchmarks._imb import ImbBenchmark  # noqa: E402
 from autotune.launch import LocalLauncher  # noqa: E402
 from autotune.measure import MeasurementPlan, Measurer  # noqa: E402
@@ -80,6 +82,9 @@ def configurations(args: argparse.Namespace) -> tuple[Any, TrialContext, dict, l
     if ucx is not None:
         points += one_knob_changes(params, ucx, only={p.name for p in params
                                                       if p.name.startswith("UCX_")})
+    if ucx is not None and args.ucx_algorithms:
+        algorithm = f"coll_tuned_{args.collective}_algorithm"
+        points += one_knob_changes(params, ucx, only={algorithm})
     extra = [dict(f) for f in FAVOURITES] + [dict(kv.split("=", 1) for kv in c.split(","))
                                              for c in args.config]
     for favourite in extra:
@@ -100,6 +105,45 @@ def configurations(args: argparse.Namespace) -> tuple[Any, TrialContext, dict, l
     return space, ctx, default, rows
 
 
+def cpu_model() -> str:
+    """lscpu's model name (the CPU every figure of a run belongs to)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown CPU"
+    return next((line.split(":", 1)[1].strip() for line in out.splitlines()
+                 if line.startswith("Model name:")), "unknown CPU")
+
+
+SEARCHES = {"kernel": "kernel", "cbench": "cbench", "imb": "IMB (2nd)"}
+
+
+def agreement(rows: list[Arm], bench: str, tolerance: float) -> dict[str, Any]:
+    """How often `bench` agrees with IMB, scored by the means, trimmed means and medians of the
+    rounds, and the signed differences (pp) by the medians."""
+    def pp(row: Arm, how: str) -> float | None:
+        a, b = row.scores.get(bench, []), row.scores.get("imb", [])
+        if len(a) < 2 or len(b) < 2:
+            return None
+        if how == "mean":
+            centre = statistics.fmean
+        elif how == "trimmed":
+            centre = objective.trimmed_mean
+        else:
+            centre = statistics.median
+        return 100 * (math.exp(-centre(a)) - math.exp(-centre(b)))
+
+    result: dict[str, Any] = {}
+    for how in ("mean", "trimmed", "median"):
+        diffs = [d for row in rows if (d := pp(row, how)) is not None]
+        result[how] = {"agree": sum(abs(d) <= tolerance for d in diffs), "of": len(diffs),
+                       "median_abs_pp": statistics.median(map(abs, diffs)) if diffs else None,
+                       "signed_pp": diffs}
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--collective", default="allreduce")
@@ -112,67 +156,85 @@ def main() -> int:
                         help="directory holding an IMB-MPI1 built for this MPI")
     parser.add_argument("--config", action="append", default=[],
                         help="another configuration, NAME=VALUE,NAME=VALUE (repeatable)")
+    parser.add_argument("--ucx-algorithms", action="store_true",
+                        help="also every algorithm of the collective on top of plain pml=ucx")
     parser.add_argument("--tolerance", type=float, default=3.0, help="percentage points")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None, help="also write everything here")
-    parser.add_argument("--search", choices=("kernel", "imb"), default="kernel",
-                        help="the search's benchmark: the mpi4py kernel, or IMB-MPI1 again")
+    parser.add_argument("--search", default="kernel",
+                        help="benchmarks read against IMB, comma-separated: cbench, kernel, imb "
+                             "(a second IMB-MPI1)")
+    parser.add_argument("--list", action="store_true", help="only list the configurations")
     args = parser.parse_args()
+    searches = [name.strip() for name in args.search.split(",") if name.strip()]
+    unknown = [name for name in searches if name not in SEARCHES]
+    if unknown or not searches:
+        parser.error(f"--search: {', '.join(unknown) or 'none'}: choose from {', '.join(SEARCHES)}")
     space, ctx, default, rows = configurations(args)
+    if args.list:
+        for row in rows:
+            print(row.label)
+        print(f"{len(rows)} configurations")
+        return 0
     sizes = parse_size_range(args.sizes)
     plan = MeasurementPlan(collective=args.collective, nodes=1, ppn=RANKS, sizes=sizes,
                            repetitions=1, stages=1, time_per_size=args.time_per_size)
     imb = ImbBenchmark(args.imb_dir)
     imb.check()
-    searched = Mpi4pyBenchmark() if args.search == "kernel" else imb
-    measurers = {"search": Measurer(plan, LocalLauncher(), searched),
-                 "imb": Measurer(plan, LocalLauncher(), imb)}
-    name = "kernel" if args.search == "kernel" else "IMB (2nd)"
+    made = {"kernel": Mpi4pyBenchmark, "cbench": CBenchmark,
+            "imb": lambda: ImbBenchmark(args.imb_dir)}
+    measurers = {"imb": Measurer(plan, LocalLauncher(), imb)}
+    for name in searches:
+        bench = made[name]()
+        bench.check()
+        measurers[f"search:{name}"] = Measurer(plan, LocalLauncher(), bench)
     weights = objective.uniform_weights(sizes)
     rng = random.Random(args.seed)
     failures: list[str] = []
-    print(f"{len(rows)} configurations, {args.rounds} rounds, {args.collective}, {RANKS} ranks, "
-          f"sizes {args.sizes}", file=sys.stderr)
+    cpu = cpu_model()
+    print(f"CPU: {cpu}; {len(rows)} configurations, {args.rounds} rounds, {args.collective}, "
+          f"{RANKS} ranks, sizes {args.sizes}, {args.time_per_size:g} s per size, t_max; "
+          f"against IMB-MPI1: {', '.join(SEARCHES[n] for n in searches)}")
+    sys.stdout.flush()
     run_rounds(rows, space.settings(default, ctx), measurers, args.rounds, group=args.group,
                rng=rng, weights=weights, failures=failures)
-    print(f"configuration\t{name} speedup (95% CI)\tIMB speedup (95% CI)\t{name} - IMB pp\t"
-          f"agree (<= {args.tolerance:g} pp)")
-    agree = total = 0
-    table = []
-    for row in sorted(rows, key=lambda r: -(r.speedup("imb") or (0,))[0]):
-        k, i = row.speedup("search"), row.speedup("imb")
-        if k is None or i is None:
-            print(f"{row.label}\t-\t-\t-\tnot measured")
-            continue
-        diff = (k[0] - i[0]) * 100
-        ok = abs(diff) <= args.tolerance
-        agree += ok
-        total += 1
-        table.append({"configuration": row.label, "params": {n: str(v) for n, v in row.params.items()},
-                      "kernel": k, "imb": i, "diff_pp": diff, "agree": ok,
-                      "search": args.search, "search_rounds": row.scores.get("search", []),
-                      "imb_rounds": row.scores.get("imb", [])})
-        print(f"{row.label}\t{k[0]:.3f} ({k[1]:.3f}-{k[2]:.3f})\t{i[0]:.3f} ({i[1]:.3f}-{i[2]:.3f})"
-              f"\t{diff:+.1f}\t{'yes' if ok else 'NO'}")
-    diffs = [abs(t["diff_pp"]) for t in table]
-    print(f"agree within {args.tolerance:g} pp: {agree} of {total} "
-          f"({100 * agree / max(1, total):.0f}%); median |{name} - IMB| "
-          f"{statistics.median(diffs) if diffs else float('nan'):.1f} pp; failures {len(failures)}")
-    robust = [100 * (math.exp(-objective.trimmed_mean(t["search_rounds"]))
-                     - math.exp(-objective.trimmed_mean(t["imb_rounds"]))) for t in table]
-    print(f"trimmed means of the rounds (as a study scores): agree within {args.tolerance:g} pp: "
-          f"{sum(abs(d) <= args.tolerance for d in robust)} of {len(robust)}; median "
-          f"|{name} - IMB| {statistics.median(map(abs, robust)) if robust else float('nan'):.1f} pp")
-    medians = [100 * (row.median_speedup("search") - row.median_speedup("imb")) for row in rows
-               if row.median_speedup("search") and row.median_speedup("imb")]
-    print(f"medians of the rounds (robust to a wild round): agree within {args.tolerance:g} pp: "
-          f"{sum(abs(d) <= args.tolerance for d in medians)} of {len(medians)}; median "
-          f"|{name} - IMB| {statistics.median(map(abs, medians)) if medians else float('nan'):.1f} pp")
+    names = [SEARCHES[n] for n in searches]
+    print("configuration\tIMB median speedup\t" + "\t".join(
+        f"{n} median\t{n} - IMB pp" for n in names))
+    for row in sorted(rows, key=lambda r: -(r.median_speedup("imb") or 0)):
+        ref = row.median_speedup("imb")
+        cells = [f"{ref:.3f}" if ref else "-"]
+        for name in searches:
+            mine = row.median_speedup(f"search:{name}")
+            cells += [f"{mine:.3f}" if mine else "-",
+                      f"{100 * (mine - ref):+.1f}" if mine and ref else "-"]
+        print(f"{row.label}\t" + "\t".join(cells))
+    summary = {}
+    for name in searches:
+        found = agreement(rows, f"search:{name}", args.tolerance)
+        summary[name] = found
+        parts = [f"{how} {found[how]['agree']} of {found[how]['of']} "
+                 f"(median |diff| {found[how]['median_abs_pp'] or float('nan'):.1f} pp)"
+                 for how in ("median", "trimmed", "mean")]
+        signed = found["median"]["signed_pp"]
+        below = sum(d < 0 for d in signed)
+        print(f"{SEARCHES[name]} against IMB, within {args.tolerance:g} pp, by the rounds' "
+              + "; ".join(parts) + f"; reads less gain than IMB for {below} of {len(signed)}"
+              f" (median signed {statistics.median(signed) if signed else float('nan'):+.1f} pp)")
+    print(f"failures {len(failures)}")
     for line in failures[:10]:
         print(f"  failed: {line}")
     if args.json:
-        args.json.write_text(json.dumps({"rows": table, "failures": failures,
-                                         "rounds": args.rounds, "sizes": args.sizes}, indent=1))
+        args.json.write_text(json.dumps({
+            "cpu": cpu, "rounds": args.rounds, "sizes": args.sizes, "collective": args.collective,
+            "time_per_size": args.time_per_size, "searches": searches, "summary": summary,
+            "failures": failures,
+            "rows": [{"configuration": row.label,
+                      "params": {n: str(v) for n, v in row.params.items()},
+                      "scores": row.scores, "rounds": row.rounds,
+                      "per_size": {b: [{str(k): v for k, v in r.items()} for r in rs]
+                                   for b, rs in row.per_size.items()}} for row in rows]},
+            indent=1))
     return 0
 
 

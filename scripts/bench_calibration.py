@@ -9,6 +9,11 @@ recordings (autotune.replay); a replay compares methods, it never claims a gain 
   makes a false claim. Goal: <= 5% of runs.
 - Planted gain: the same A/A universe with one configuration made `--gain` times faster in every
   pass and size: a run that reports it finds it. Goal: >= 90% of runs.
+- Noisy A/A and planted (`--noisy-budget` trials, 20 by default): a universe as noisy as a busy
+  2-core VM (replay.noisy_universe: real untuned launches of the same recording, rescaled to
+  10% launch to launch and 5% size to size, nothing shared between the launches of a pass), one
+  knob of 12 values all truly the default; planted: one of the 11 others (a different one per
+  seed) made `--gain` times faster. Goals: false claims <= 5%, found >= 90%.
 - Real grids (docs/grids/allreduce-*, allgather-*): runs reporting a configuration that is truly
   slower than the default, candidates truly slower yet claimed, and candidates truly >= `--gain`
   faster yet not claimed. "Truly" is what a replayed confirmation estimates: per size the mean
@@ -35,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from autotune.endgame.confirm import CLAIMED  # noqa: E402
 from autotune.replay import (ReplayRun, ReplaySettings, aa_universe,  # noqa: E402
-                             mean_speedups, planted, replay_once, true_speedups)
+                             mean_speedups, noisy_universe, planted, replay_once, true_speedups)
 from autotune.storage._grid import read_grid  # noqa: E402
 from autotune.strategy import DEFAULT_STRATEGY  # noqa: E402
 
@@ -97,6 +102,36 @@ def planted_check(args: argparse.Namespace, settings: ReplaySettings) -> dict:
             "never_candidate": never, "goal_met": verdict == "met"}
 
 
+def noisy_checks(args: argparse.Namespace, settings: ReplaySettings) -> dict:
+    """The A/A and planted checks on universes as noisy as a busy machine (noisy_universe)."""
+    recording = read_grid(args.aa_grid)
+    aa, found_runs, targets = [], [], []
+    for seed in range(args.seeds):
+        universe = noisy_universe(recording, seed)
+        aa.append(replay_once(universe, args.strategy, args.noisy_budget, seed, settings))
+        others = sorted(c for c in universe.t_us if c != universe.default)
+        target = others[seed % len(others)]
+        targets.append(target)
+        found_runs.append(replay_once(planted(universe, target, args.gain), args.strategy,
+                                      args.noisy_budget, seed, settings))
+    false = Rate(sum(not r.default_reported for r in aa), len(aa))
+    found = Rate(sum(r.reported == t for r, t in zip(found_runs, targets)), len(found_runs))
+    never = sum(all(c.config != t for c in r.candidates) for r, t in zip(found_runs, targets))
+    confirmed = [c for r, t in zip(found_runs, targets) for c in r.candidates if c.config == t]
+    claimed = Rate(sum(c.verdict == CLAIMED for c in confirmed), len(confirmed))
+    aa_ok = false.hits / false.total <= 0.05
+    found_ok = found.hits / found.total >= 0.90
+    print(f"noisy A/A (10% per pass, 5% per size, 12 values; {args.strategy}, "
+          f"{args.noisy_budget} trials, {args.seeds} seeds): false claims {false.describe()}; "
+          f"goal <= 5%: {'met' if aa_ok else 'MISSED'}; {costs(aa)}")
+    print(f"noisy planted {args.gain:.2f}x (one of 11 values): found {found.describe()}; goal "
+          f">= 90%: {'met' if found_ok else 'MISSED'}; claimed when confirmed "
+          f"{claimed.describe()}; never among the candidates in {never} runs; {costs(found_runs)}")
+    return {"false_claims": false.to_dict(), "found": found.to_dict(),
+            "claimed_when_confirmed": claimed.to_dict(), "never_candidate": never,
+            "goal_met": aa_ok and found_ok}
+
+
 def real_check(path: Path, args: argparse.Namespace, settings: ReplaySettings) -> dict:
     grid = read_grid(path)
     runs = [replay_once(grid, args.strategy, args.real_budget, seed, settings, true_speedups(grid))
@@ -124,6 +159,10 @@ def main() -> None:
     parser.add_argument("--strategy", default=DEFAULT_STRATEGY, help="default: start's default")
     parser.add_argument("--budget", type=int, default=10, help="trials per A/A or planted run")
     parser.add_argument("--real-budget", type=int, default=20, help="trials per real-grid run")
+    parser.add_argument("--noisy-budget", type=int, default=20,
+                        help="trials per run on the noisy universes")
+    parser.add_argument("--only", default="",
+                        help="comma-separated: aa, planted, noisy, real (default: all)")
     parser.add_argument("--gain", type=float, default=1.10)
     parser.add_argument("--aa-grid", type=Path, default=AA_GRID)
     parser.add_argument("--planted-index", type=int, default=0,
@@ -147,8 +186,17 @@ def main() -> None:
     settings = ReplaySettings(confirm_rounds=args.confirm_rounds,
                               confirm_max_rounds=args.confirm_max_rounds,
                               systematic=args.systematic)
-    figures = {"aa": aa_check(args, settings), "planted": planted_check(args, settings)}
-    if not args.no_real:
+    only = set(args.only.split(",")) if args.only else {"aa", "planted", "noisy", "real"}
+    if args.no_real:
+        only.discard("real")
+    figures: dict = {}
+    if "aa" in only:
+        figures["aa"] = aa_check(args, settings)
+    if "planted" in only:
+        figures["planted"] = planted_check(args, settings)
+    if "noisy" in only:
+        figures["noisy"] = noisy_checks(args, settings)
+    if "real" in only:
         figures["real"] = [real_check(path, args, settings) for path in REAL_GRIDS]
     if args.json:
         print(json.dumps(figures, indent=2))

@@ -16,7 +16,7 @@ median over rounds of exp(-mean log ratio)) with its distance from IMB's in pp.
 Since the kernel itself times blocking collectives with that loop in C (autotune/benchmarks/
 _c_loops.py), its column reads like the third; `AUTOTUNE_MPICC=/bin/false` in the environment
 makes the kernel fall back to its Python loop, which is what the figures in
-docs/kernel-fidelity.md compared.
+docs/evidence/kernel-fidelity.md compared.
 
 "kernel MT" is the kernel with MPI started at mpi4py's default thread level (MPI_THREAD_MULTIPLE),
 as it ran before commit 08a9e7f: the locking that level brings costs every call a little.

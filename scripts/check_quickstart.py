@@ -1,26 +1,36 @@
 #!/usr/bin/env python3
 """Benchmark (not a test): does a finished study's export beat what an expert tries first, as
-IMB-MPI1 measures it? Run after the README quick start (same AUTOTUNE_HOME).
+IMB-MPI1 measures it, and does its claim hold? Run after the README quick start (same
+AUTOTUNE_HOME).
 
-The arms: the exported configuration, and every configuration one knob away from the untuned
+The arms: the exported configuration and every configuration one knob away from the untuned
 stack (plain `pml=ucx`, each algorithm, each mapping, ...; the export is one arm with them when
-it is itself one of them: two arms of one configuration would differ by noise alone), all
-measured with IMB-MPI1 against the untuned stack in `--rounds` interleaved rounds
-(scripts/_interleaved.py), with the study's sizes and weights. An arm's speedup is the median
-over the rounds of exp(-round score), as the quick-start check asks, and the mean with its Student-t 95%
-interval beside it. The verdicts:
-- the export is at most `--gap` percentage points below the best single-knob change;
-- its claim reproduces: IMB's median speedup lies inside the confirmation's interval (an export of
+it is itself one of them), all measured with IMB-MPI1 in `--rounds` interleaved rounds
+(scripts/_interleaved.py), with the study's sizes and weights, at every time per size of
+`--time-per-size` (comma-separated: both settings in the same rounds, each its own IMB launches
+and its own untuned launches). Per setting:
+- each arm's speedup over the untuned stack: the median over the rounds of exp(-round score),
+  and the mean with its Student-t 95% interval;
+- the export against the best single-knob change, paired: per round, both arms' own launches,
+  the weighted mean of log(t_single / t_export) (no default in between); its median and its
+  mean with a Student-t 95% interval. The best single-knob change is the one with the best median
+  speedup; when the export is itself a single-knob change, it is compared with the best other.
+The verdicts, per setting:
+- gap: the export is at most `--gap` pp below the best single-knob change (paired median);
+- claim: IMB's median speedup of the export lies inside the confirmation's interval (an export of
   the untuned stack claims nothing).
+The CPU is named in the first line.
 
-    .venv/bin/python scripts/check_quickstart.py --imb-dir DIR --rounds 20
+    .venv/bin/python scripts/check_quickstart.py --imb-dir DIR --rounds 20 --time-per-size 0.02,0.2
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
+import statistics
 import sys
 from pathlib import Path
 
@@ -29,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from _interleaved import Arm, run_rounds  # noqa: E402
+from bench_agreement import cpu_model  # noqa: E402
 
 from autotune.benchmarks._imb import ImbBenchmark  # noqa: E402
 from autotune.export import best_config  # noqa: E402
@@ -37,10 +48,40 @@ from autotune.measure import MeasurementPlan, Measurer  # noqa: E402
 from autotune.probe import probe_capabilities  # noqa: E402
 from autotune.space import (LaunchSettings, TrialContext, completed, load_space,  # noqa: E402
                             one_knob_changes, resolve)
+from autotune.stats import mean_interval  # noqa: E402
 from autotune.storage import (default_storage_url, open_storage, params_key,  # noqa: E402
                               stored_config)
 
 QUICK_START_STUDY = "allreduce-1n2p-openmpi-ucx+openmpi-tuned"
+
+
+def label(point: dict, default: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in point.items() if str(default.get(k)) != str(v))
+
+
+def verdicts(bench: str, arms: list[Arm], singles: list[Arm], exported: Arm | None,
+             claim: tuple[float, float, float] | None, weights: dict[int, float],
+             gap_goal: float) -> dict:
+    """The figures and verdicts of one setting (`bench`: its measurer's name)."""
+    export_median = exported.median_speedup(bench) if exported else 1.0
+    rivals = [a for a in singles if a is not exported and a.median_speedup(bench)]
+    top = max(rivals, key=lambda a: a.median_speedup(bench) or 0)
+    if exported is None:  # the export is the untuned stack: its rival is the untuned stack
+        paired = list(top.scores.get(bench, []))  # log(t_single / t_untuned)
+    else:
+        paired = exported.against(top, bench, weights)
+    ratio_median = math.exp(statistics.median(paired)) if paired else float("nan")
+    interval = mean_interval(paired) if len(paired) >= 2 else None
+    ratio = (math.exp(interval.mean), math.exp(interval.low), math.exp(interval.high)) \
+        if interval else None
+    gap_pp = (1 - ratio_median) * 100 * (top.median_speedup(bench) or 1.0)
+    reproduces = (claim is not None and export_median is not None
+                  and claim[1] <= export_median <= claim[2])
+    return {"export_median": export_median, "best_single": top.label,
+            "best_single_median": top.median_speedup(bench), "export_over_single_median":
+            ratio_median, "export_over_single_mean_ci": ratio, "paired_rounds": len(paired),
+            "gap_pp": gap_pp, "gap_met": gap_pp <= gap_goal, "claim": claim,
+            "reproduces": reproduces}
 
 
 def main() -> int:
@@ -51,11 +92,14 @@ def main() -> int:
                         help="directory holding an IMB-MPI1 built for this MPI")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--group", type=int, default=4)
-    parser.add_argument("--time-per-size", type=float, default=0.02)
+    parser.add_argument("--time-per-size", default="0.02",
+                        help="seconds per size; comma-separated for several settings in the "
+                             "same rounds (e.g. 0.02,0.2)")
     parser.add_argument("--gap", type=float, default=2.0, help="percentage points")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    settings = [float(t) for t in args.time_per_size.split(",")]
 
     import optuna
 
@@ -68,68 +112,69 @@ def main() -> int:
     resolved = resolve(load_space(config.space), probe_capabilities(), ctx)
     space = resolved.space
     default = space.defaults(ctx, resolved.context_values)
-    arms = []
-    exported = None
+    arms, exported = [], None
     export_key = None if best.is_default else params_key(
         completed(space.for_context(ctx), dict(best.params)))
     for point in one_knob_changes(space.for_context(ctx), default):
-        label = " ".join(f"{k}={v}" for k, v in point.items() if str(default.get(k)) != str(v))
-        arm = Arm(label, space.settings(point, ctx), point)
+        arm = Arm(label(point, default), space.settings(point, ctx), point)
         if params_key(point) == export_key:  # the export is itself a single-knob change: one arm
-            arm = exported = Arm(f"the export: {label}", arm.settings, point)
+            arm = exported = Arm(f"the export: {arm.label}", arm.settings, point)
         arms.append(arm)
-    single_arms = list(arms)
+    singles = list(arms)
     if not best.is_default and exported is None:
-        exported = Arm("the export: " + " ".join(
-            f"{k}={v}" for k, v in best.params.items() if str(default.get(k)) != str(v)),
-            LaunchSettings(env=tuple(best.env.items()), mca=tuple(best.mca.items()),
-                           mpirun_args=tuple(best.mpirun_args)), dict(best.params))
+        exported = Arm("the export: " + label(dict(best.params), default),
+                       LaunchSettings(env=tuple(best.env.items()), mca=tuple(best.mca.items()),
+                                      mpirun_args=tuple(best.mpirun_args)), dict(best.params))
         arms.insert(0, exported)
-    plan = MeasurementPlan(collective=config.collective, nodes=config.nodes, ppn=config.ppn,
-                           sizes=config.sizes, repetitions=1, stages=1,
-                           time_per_size=args.time_per_size)
     imb = ImbBenchmark(args.imb_dir)
     imb.check()
+    measurers = {}
+    for seconds in settings:
+        plan = MeasurementPlan(collective=config.collective, nodes=config.nodes, ppn=config.ppn,
+                               sizes=config.sizes, repetitions=1, stages=1,
+                               time_per_size=seconds)
+        measurers[f"imb {seconds:g} s"] = Measurer(plan, LocalLauncher(), imb)
     failures: list[str] = []
-    print(f"{args.study}: export trial {best.trial} ({'the untuned stack' if best.is_default else 'claimed'}"
-          f"{'' if best.confirmed_speedup is None else ' %.3fx (%.3f-%.3f)' % best.confirmed_speedup}); "
-          f"{len(arms)} arms x {args.rounds} IMB-MPI1 rounds", file=sys.stderr)
-    run_rounds(arms, space.settings(default, ctx), {"imb": Measurer(plan, LocalLauncher(), imb)},
-               args.rounds, group=args.group, rng=random.Random(args.seed),
-               weights=config.weights, failures=failures)
-    print("arm\tIMB median speedup\tIMB mean speedup (95% CI)\trounds")
-    rows = []
-    for arm in sorted(arms, key=lambda a: -(a.median_speedup("imb") or 0)):
-        median, mean = arm.median_speedup("imb"), arm.speedup("imb")
-        shown = "-" if mean is None else f"{mean[0]:.3f} ({mean[1]:.3f}-{mean[2]:.3f})"
-        print(f"{arm.label}\t{median or 0:.3f}\t{shown}\t{len(arm.scores.get('imb', []))}")
-        rows.append({"arm": arm.label, "median": median, "mean": mean,
-                     "rounds": arm.scores.get("imb", [])})
-    singles = [a for a in single_arms if a.median_speedup("imb")]  # the export too, if it is one
-    top = max(singles, key=lambda a: a.median_speedup("imb") or 0)
-    export_speedup = exported.median_speedup("imb") if exported else 1.0
-    gap = ((top.median_speedup("imb") or 0) - (export_speedup or 0)) * 100
     claim = best.confirmed_speedup
-    reproduces = (claim is not None and export_speedup is not None
-                  and claim[1] <= export_speedup <= claim[2])
-    print(f"export under IMB: {export_speedup:.3f}x; best single-knob change: {top.label} "
-          f"{top.median_speedup('imb'):.3f}x; export below it by {gap:.1f} pp (goal <= "
-          f"{args.gap:g}): {'met' if gap <= args.gap else 'MISSED'}")
-    if claim is None:
-        print("claim: none (the export is the untuned stack)")
-    else:
-        print(f"claim {claim[0]:.3f}x (95% CI {claim[1]:.3f}-{claim[2]:.3f}); IMB median "
-              f"{export_speedup:.3f}x {'inside: reproduces' if reproduces else 'OUTSIDE: not reproduced'}")
+    cpu = cpu_model()
+    print(f"CPU: {cpu}; {args.study}: export trial {best.trial} "
+          f"({'the untuned stack' if best.is_default else label(dict(best.params), default)})"
+          + ("" if claim is None else "; claimed %.3fx (%.3f-%.3f)" % claim)
+          + f"; {len(arms)} arms x {args.rounds} IMB-MPI1 rounds at "
+          + ", ".join(f"{s:g}" for s in settings) + " s per size", flush=True)
+    run_rounds(arms, space.settings(default, ctx), measurers, args.rounds, group=args.group,
+               rng=random.Random(args.seed), weights=config.weights, failures=failures)
+    results = {}
+    for bench in measurers:
+        print(f"\n{bench} per size: arm\tmedian speedup\tmean speedup (95% CI)\trounds")
+        for arm in sorted(arms, key=lambda a: -(a.median_speedup(bench) or 0)):
+            median, mean = arm.median_speedup(bench), arm.speedup(bench)
+            shown = "-" if mean is None else f"{mean[0]:.3f} ({mean[1]:.3f}-{mean[2]:.3f})"
+            print(f"{arm.label}\t{median or 0:.3f}\t{shown}\t{len(arm.scores.get(bench, []))}")
+        found = verdicts(bench, arms, singles, exported, claim, config.weights, args.gap)
+        results[bench] = found
+        ci = found["export_over_single_mean_ci"]
+        print(f"{bench}: export {found['export_median']:.3f}x; best single-knob change: "
+              f"{found['best_single']} {found['best_single_median']:.3f}x; export / it "
+              f"{found['export_over_single_median']:.3f} (paired median; mean "
+              + (f"{ci[0]:.3f}, 95% CI {ci[1]:.3f}-{ci[2]:.3f}" if ci else "-")
+              + f", {found['paired_rounds']} rounds): {found['gap_pp']:.1f} pp below (goal <= "
+              f"{args.gap:g}): {'met' if found['gap_met'] else 'MISSED'}")
+        if claim is None:
+            print(f"{bench}: claim: none (the export is the untuned stack)")
+        else:
+            print(f"{bench}: claim {claim[0]:.3f}x (95% CI {claim[1]:.3f}-{claim[2]:.3f}); IMB "
+                  f"median {found['export_median']:.3f}x "
+                  f"{'inside: reproduces' if found['reproduces'] else 'OUTSIDE: not reproduced'}")
     print(f"failed launches: {len(failures)}")
     for line in failures[:10]:
         print(f"  {line}")
     if args.json:
         args.json.write_text(json.dumps({
-            "study": args.study, "export_trial": best.trial, "export_is_default": best.is_default,
-            "claim": claim, "export_imb_median": export_speedup, "best_single": top.label,
-            "best_single_imb_median": top.median_speedup("imb"), "gap_pp": gap,
-            "gap_met": gap <= args.gap, "reproduces": reproduces, "rows": rows,
-            "failures": failures}, indent=1))
+            "cpu": cpu, "study": args.study, "export_trial": best.trial,
+            "export_is_default": best.is_default, "export": label(dict(best.params), default),
+            "claim": claim, "settings": results, "failures": failures,
+            "rows": [{"arm": a.label, "scores": a.scores} for a in arms]}, indent=1))
     return 0
 
 

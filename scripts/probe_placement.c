@@ -4,7 +4,7 @@
  * no syscalls in the loop). Every SAMPLE_MS they print the one-way latency of the last batch.
  * On bare metal the value is constant. On the project's 2-core VM it jumps between two or three
  * values (0.05 and 0.26 us one day, 0.11 and 0.37 us the next) and holds one for seconds to
- * minutes (docs/kernel-fidelity.md): the host places the guest's vCPUs on cores that share a cache
+ * minutes (docs/evidence/kernel-fidelity.md): the host places the guest's vCPUs on cores that share a cache
  * or do not, and every message size of a 2-rank collective moves with it.
  *
  *   gcc -O2 -o /tmp/probe_placement scripts/probe_placement.c

@@ -14,7 +14,8 @@ from autotune.cli.main import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", ROOT / "examples" / "README.md", ROOT / "launchers" / "README.md",
-         *sorted((ROOT / "docs").glob("*.md"))]
+         *sorted((ROOT / "docs").glob("*.md")),
+         *sorted((ROOT / "docs" / "evidence").glob("*.md"))]  # the measurements behind the claims
 
 # Options of other programs that the docs name in backticks without the program in front.
 OTHER_PROGRAMS_OPTIONS = {

@@ -101,8 +101,14 @@ def test_auto_benchmark_is_imb_where_found_the_kernel_elsewhere_and_a_study_keep
     url = f"sqlite:///{tmp_path / 's.db'}"
     given = StartOptions(collective="allreduce", ppn=2, storage=url, imb_dir=str(IMB_DIR))
     assert with_benchmark_chosen(given).benchmark == "imb"
+    # no IMB: autotune's C benchmark, built with the MPI's mpicc; without a wrapper, the kernel
+    assert with_benchmark_chosen(StartOptions(collective="allreduce", ppn=2,
+                                              storage=url)).benchmark == "cbench"
+    monkeypatch.setenv("AUTOTUNE_MPICC", "/bin/false")
+    monkeypatch.setenv("AUTOTUNE_KERNEL_CACHE", str(tmp_path / "empty-cache"))
     assert with_benchmark_chosen(StartOptions(collective="allreduce", ppn=2,
                                               storage=url)).benchmark == "mpi4py"
+    monkeypatch.delenv("AUTOTUNE_MPICC")
     assert with_benchmark_chosen(StartOptions(collective="iallreduce", ppn=2, storage=url,
                                               imb_dir=str(IMB_DIR))).benchmark == "imb"
     named = StartOptions(collective="allreduce", ppn=2, storage=url, imb_dir=str(IMB_DIR),

@@ -18,6 +18,7 @@ import math
 
 from ..collectives import NbcTiming, SizeTiming
 from ..errors import BenchmarkOutputError, LaunchFailure
+from ._fidelity import Disagreement
 
 WRONG_RESULT = "wrong-result"
 
@@ -132,6 +133,11 @@ class Benchmark(ABC):
         """A finished launch's result: its output, and how long it took where the benchmark
         scores that (an application's wall time)."""
         return self.parse(stdout, request)
+
+    def disagreement(self, collective: str) -> Disagreement:
+        """This benchmark's uncertainty against IMB-MPI1 for `collective`, measured where it
+        was (benchmarks/_fidelity.py); `systematic` for a benchmark that has no table."""
+        return Disagreement(self.systematic)
 
     def check(self) -> None:
         """Raise EnvironmentProblem when this benchmark cannot run here (before anything starts)."""

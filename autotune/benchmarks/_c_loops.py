@@ -4,25 +4,17 @@ Timed from Python, every call of a collective also pays the interpreter's work a
 (0.1-0.6 us per call on the project's VM, depending on the hour), which the kernel's subtraction
 of a COMM_SELF call does not remove: small-size ratios were squeezed towards 1, and the kernel's
 weighted speedups agreed with IMB-MPI1's within 3 pp for 13 of 32 configurations, where a second
-IMB agreed for 30 (docs/kernel-fidelity.md). The same loop in C, called once per batch from the
+IMB agreed for 30 (docs/evidence/kernel-fidelity.md). The same loop in C, called once per batch from the
 same process, reads what IMB reads.
 
-The loops are built with the running MPI's own compiler wrapper (chosen by the library's name:
-`mpicc.openmpi` or `mpicc.mpich` where both families are installed, else `mpicc`;
-`AUTOTUNE_MPICC` overrides), once per node, library and source, into a cache directory
-(`AUTOTUNE_KERNEL_CACHE`, else ~/.cache/autotune/kernel), under a temporary name renamed into
-place, so ranks, parallel trials and nodes sharing a home can build at once. A build is used only
+The loops are built with the running MPI's own compiler wrapper, once per node, library and
+source, into the cache of `_build`. A build is used only
 if it reports the library the process runs. Every rank uses the C loops or none does: the Python
 loop is the fallback, and the launch's records say which timed it and why."""
 
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
-import shutil
-import socket
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +22,9 @@ from pathlib import Path
 import numpy as np
 from mpi4py import MPI
 
+from . import _build
+
 SOURCE = Path(__file__).with_name("timed_loops.c")
-BUILD_TIMEOUT_S = 120
 C_TIMER, PYTHON_TIMER = "c", "python"
 _SIGNATURE = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
               ctypes.c_int, ctypes.c_int]
@@ -43,60 +36,13 @@ class Unavailable(Exception):
     """Why the C loops cannot time this launch (the reason goes in the launch's record)."""
 
 
-def wrappers(library: str) -> list[str]:
-    """The compiler wrappers to try, the running library's family first."""
-    forced = os.environ.get("AUTOTUNE_MPICC", "").strip()
-    if forced:
-        return [forced]
-    if "Open MPI" in library:
-        names = ("mpicc.openmpi", "mpicc")
-    elif "MPICH" in library:
-        names = ("mpicc.mpich", "mpicc")
-    else:
-        names = ("mpicc",)
-    return [path for name in names if (path := shutil.which(name))]
-
-
-def cache_dir() -> Path:
-    forced = os.environ.get("AUTOTUNE_KERNEL_CACHE", "").strip()
-    if forced:
-        return Path(forced)
-    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
-    return Path(base) / "autotune" / "kernel"
-
-
 def build(library: str) -> Path:
     """The shared object for this library, from the cache or built now."""
-    candidates = wrappers(library)
-    if not candidates:
-        raise Unavailable("no MPI compiler wrapper (mpicc) on PATH")
-    directory = cache_dir()
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise Unavailable(f"cannot create {directory}: {exc.strerror}") from None
-    source = SOURCE.read_bytes()
-    failure = ""
-    for wrapper in candidates:
-        key = hashlib.sha256(source + library.encode() + wrapper.encode()).hexdigest()[:16]
-        target = directory / f"timed_loops-{key}.so"
-        if target.exists():
-            return target
-        partial = directory / f".{target.name}.{socket.gethostname()}.{os.getpid()}"
-        try:
-            proc = subprocess.run([wrapper, "-O2", "-shared", "-fPIC", "-o", str(partial),
-                                   str(SOURCE)], capture_output=True, text=True,
-                                  timeout=BUILD_TIMEOUT_S, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            failure = f"{wrapper}: {exc}"
-            continue
-        if proc.returncode == 0:
-            os.replace(partial, target)
-            return target
-        partial.unlink(missing_ok=True)
-        lines = (proc.stderr or proc.stdout).strip().splitlines()
-        failure = f"{wrapper} failed: {lines[-1] if lines else f'exit {proc.returncode}'}"
-    raise Unavailable(failure[:300])
+        return _build.build(SOURCE, "timed_loops", ("-O2", "-shared", "-fPIC"),
+                            _build.wrappers(library), key_extra=library)
+    except _build.BuildFailed as exc:
+        raise Unavailable(str(exc)) from None
 
 
 def load(path: Path, library: str) -> ctypes.CDLL:

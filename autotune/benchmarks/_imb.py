@@ -47,6 +47,15 @@ MIN_TIME_LIMIT = 1.0
 OFF_CACHE_RE = r"-?\d{1,6}(,\d{1,4})?"
 
 
+def iterations(time_per_size: float, nbc: bool = False) -> tuple[int, float]:
+    """IMB's -iter (the most repetitions of a size) and -time (seconds) for a time per size:
+    the repetitions fitted to it at SECONDS_PER_CALL, -time a generous bound (see above). The C
+    benchmark takes the same two, so that both run as many repetitions of every size."""
+    per_repetition = SECONDS_PER_CALL * (NBC_CALLS_PER_REPETITION if nbc else 1)
+    iters = min(ITER_RANGE[1], max(ITER_RANGE[0], round(time_per_size / per_repetition)))
+    return iters, max(MIN_TIME_LIMIT, 10 * time_per_size)
+
+
 def _msglog(sizes: tuple[int, ...]) -> tuple[int, int] | None:
     """(a, b) when the sizes are exactly 2^a..2^b, every power in between (IMB's -msglog)."""
     if not sizes or any(s <= 0 or s & (s - 1) for s in sizes):
@@ -109,10 +118,7 @@ class ImbBenchmark(Benchmark):
             argv += ["-msglog", f"{span[0]}:{span[1]}"]
         else:
             argv += ["-msglen", str(self._msglen_file(request.sizes))]
-        per_repetition = SECONDS_PER_CALL * (NBC_CALLS_PER_REPETITION if self.nbc else 1)
-        iters = min(ITER_RANGE[1], max(ITER_RANGE[0],
-                                       round(request.time_per_size / per_repetition)))
-        limit = max(MIN_TIME_LIMIT, 10 * request.time_per_size)
+        iters, limit = iterations(request.time_per_size, self.nbc)
         argv += ["-npmin", str(request.ranks), "-iter", str(iters), "-time", f"{limit:g}"]
         if self.mem_gb is not None:
             argv += ["-mem", f"{self.mem_gb:g}"]

@@ -15,6 +15,7 @@ from ..errors import BenchmarkOutputError, LaunchFailure
 from ..collectives import NbcTiming, SizeTiming, is_nonblocking, overlap_pct
 from ._base import (MAX_CALL_US, MAX_ITERS, Benchmark, BenchmarkOutput, BenchmarkRequest,
                     WrongResult, check_timing)
+from ._fidelity import Disagreement, disagreement
 
 PREFIX = "AUTOTUNE "
 
@@ -254,7 +255,7 @@ class Mpi4pyBenchmark(Benchmark):
     collectives are timed by IMB's loop in C where the MPI's compiler wrapper builds it
     (`_c_loops`), else by a Python loop, with MPI started single-threaded as IMB starts it; with
     the C loop it reads within 0.04 us per call of IMB up to 2 KiB on the project's VM, with the
-    Python loop 0.1-0.8 us above (docs/kernel-fidelity.md)."""
+    Python loop 0.1-0.8 us above (docs/evidence/kernel-fidelity.md)."""
 
     name = "mpi4py"
     # 1: Python loop at MPI_THREAD_MULTIPLE; 2: IMB's loop in C (7f54c68), still MULTIPLE;
@@ -264,12 +265,15 @@ class Mpi4pyBenchmark(Benchmark):
     method = "mpi4py kernel 3 (IMB's loop in C where mpicc builds it, MPI single-threaded)"
     # Its speedups sit a few pp off IMB-MPI1's, with a sign that changes with the machine and the
     # hour: on average over 32 configurations -3.1, -2.8 and +0.9 pp in three quiet sessions, and
-    # for plain pml=ucx -4.6 to +3.6 pp (docs/kernel-fidelity.md, "The kernel's systematic")
+    # for plain pml=ucx -4.6 to +3.6 pp (docs/evidence/kernel-fidelity.md, "The kernel's systematic")
     systematic = KERNEL_SYSTEMATIC
     checks_results = True
 
     def __init__(self, python: str | None = None) -> None:
         self.python = python
+
+    def disagreement(self, collective: str) -> Disagreement:
+        return disagreement("mpi4py", collective, KERNEL_SYSTEMATIC)
 
     def program(self, request: BenchmarkRequest) -> tuple[str, ...]:
         return kernel_program(request.collective, request.sizes, request.time_per_size,

@@ -20,7 +20,7 @@ integers in float32 are exact); ranks agree on the verdict, and on a mismatch ra
 ``wrong-result`` record naming the collective, size and first bad rank and element, and the job
 stops and exits 0: the parser turns the record into a failed launch (reason ``wrong-result``).
 
-Fidelity (docs/kernel-fidelity.md). A blocking collective is timed by IMB's loop in C
+Fidelity (docs/evidence/kernel-fidelity.md). A blocking collective is timed by IMB's loop in C
 (`_c_loops`, built with the MPI's compiler wrapper and cached), called once per batch: no
 interpreter work between calls (``overhead`` record: ``timer`` "c"). Without a wrapper, or when
 the build fails, the loop runs in Python (``timer`` "python", ``timer_note`` says why), which
@@ -99,7 +99,7 @@ import numpy as np  # noqa: E402
 # Initialise MPI as IMB does (MPI_Init: a single thread), not at mpi4py's default
 # MPI_THREAD_MULTIPLE: under it Open MPI makes its progress and request paths (and UCX's worker)
 # thread-safe, which added 0.2-0.5 us to each call at small sizes here and squeezed small-size
-# ratios towards 1 (docs/kernel-fidelity.md). MPI4PY_RC_THREAD_LEVEL in the environment still
+# ratios towards 1 (docs/evidence/kernel-fidelity.md). MPI4PY_RC_THREAD_LEVEL in the environment still
 # overrides it (mpi4py's rule); the start record says which level the run had.
 mpi4py.rc.thread_level = "single"
 from mpi4py import MPI  # noqa: E402

@@ -1,7 +1,7 @@
 /* IMB-MPI1's timed loops for the mpi4py kernel (autotune/benchmarks/_c_loops.py): each call timed
  * alone and followed by an untimed barrier, as IMB times a blocking collective. Timed in Python,
  * every call also pays the interpreter's work around it (0.1-0.6 us on the project's VM), which
- * squeezes small-size ratios towards 1 (docs/kernel-fidelity.md). Handles come as Fortran
+ * squeezes small-size ratios towards 1 (docs/evidence/kernel-fidelity.md). Handles come as Fortran
  * integers (mpi4py's py2f()), so one source builds for any MPI ABI. Each returns the sum of the
  * calls' times on this rank, in seconds. */
 #include <mpi.h>

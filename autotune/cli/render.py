@@ -203,7 +203,7 @@ def _(result: BestReport) -> list[str | Table]:
 
         speedup, low, high = cfg.confirmed_speedup
         interval = interval_text(cfg.confidence, cfg.confirmed_family, low, high,
-                                 cfg.confirmed_systematic)
+                                 cfg.confirmed_systematic, cfg.confirmed_systematic_note)
         head = (f"study {cfg.study}: best is trial {cfg.trial}, confirmed speedup {speedup:.3f}x "
                 f"({interval}) over the default")
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ..benchmarks import BENCHMARKS, IMB_DIR, REGISTRY
+from ..benchmarks import BENCHMARKS, IMB_DIR, REGISTRY, partner_help
 from ..launch import BACKENDS
 from . import render
 from .models import Message, VerifyReport
@@ -16,9 +16,7 @@ from .options import (declared_option, declared_options, format_option, launcher
 @click.command()
 @click.option("--benchmark", type=click.Choice(BENCHMARKS), default=None,
               help="what measures the check  [default: the search benchmark's partner: "
-                   + "; ".join(f"{REGISTRY[k.partner].label} after {k.label}"
-                               for k in REGISTRY.values())
-                   + " (its own again, said so, when the partner is not found)]")
+                   + partner_help() + " (its own again, said so, when none is found)]")
 @declared_option(IMB_DIR)
 @click.option("--rounds", type=click.IntRange(min=2), default=20, show_default=True,
               help="interleaved rounds (per size block the default, then the best, on the same "

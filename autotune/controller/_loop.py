@@ -88,10 +88,12 @@ class Controller:
         self.summary = RunSummary()
         self.fingerprint = dict(fingerprint or {})
         self.confirm_top = confirm_top
+        term = measurer.benchmark.disagreement(config.collective)
         self.confirm_policy = ConfirmPolicy(min_rounds=confirm_rounds,
                                             max_rounds=max(confirm_rounds, confirm_max_rounds),
                                             confidence=confirm_confidence,
-                                            systematic=measurer.benchmark.systematic)
+                                            systematic=term.systematic,
+                                            systematic_note=term.measured)
         self.seed = seed
         self.infra_retries = infra_retries
         self.infra_pause_after = infra_pause_after

@@ -21,7 +21,7 @@ Why the claim holds at its stated level:
   of several noisy candidates, or looking again until something shows, does not buy a false claim;
 - a claim is about the gain IMB-MPI1 (or the user's application, when it is the benchmark) would
   read, so a benchmark that reads a configuration a few pp off IMB (the mpi4py kernel: its
-  `systematic`, docs/kernel-fidelity.md) widens the claim's interval by that, in quadrature
+  `systematic`, docs/evidence/kernel-fidelity.md) widens the claim's interval by that, in quadrature
   (`stats.with_systematic`); rounds shrink the noise, not that bias, and a claim whose interval
   ignored it did not reproduce under IMB.
 The winner is the claimed candidate (interval entirely faster than the default) with the best
@@ -33,9 +33,14 @@ worth preferring (its difference to the leader, paired round by round, not surel
 an expected shortfall of keeping the leader of `race_loss` or more) get more rounds at the next
 looks (up to `max_rounds`), the leader also while an undecided candidate may still overtake it;
 rounds are not spent on candidates already told apart, nor on ties too close to matter.
-Of the leader and the claimed candidates preferring which is expected to cost it less than
-`simpler_within`, the one that changes the fewest knobs wins (`simplest_equivalent`): a tie
-too close to race for is settled for the simpler answer.
+A candidate that changes more knobs than another claimed candidate must earn its extra knobs:
+it wins only if its rounds, paired with the simpler one's, show it faster beyond doubt
+(`earns_its_knobs`); otherwise the simpler one is the answer and the confirmation says why
+(`Confirmation.choice`). A search that piles a knob on top of a good one (an algorithm on top of
+plain `pml=ucx`) is then exported only where the extra knob was measured to pay. Of the
+candidates left, those preferring which is expected to cost less than `simpler_within`, the
+one that changes the fewest knobs wins (`simplest_equivalent`): a tie too close to race for is
+settled for the simpler answer.
 """
 
 from __future__ import annotations
@@ -80,8 +85,9 @@ class ConfirmPolicy:
     min_gain: float = 0.01  # a candidate surely not faster by 1% is dropped
     race_loss: float = 0.0025  # claimed candidates race on while preferring the leader may lose this
     simpler_within: float = 0.0025  # the simpler of two claimed is preferred if it may lose less
-    # the benchmark's standard uncertainty against IMB-MPI1 (log units; Benchmark.systematic)
+    # the benchmark's standard uncertainty against IMB-MPI1 (log units; Benchmark.disagreement)
     systematic: float = 0.0
+    systematic_note: str = ""  # where it was measured, or that it was not (a stand-in)
 
     def looks(self) -> list[int]:
         """Rounds after which the candidates are judged: min, 2 min, 4 min, ..., max."""
@@ -155,6 +161,8 @@ class Confirmation:
     method: str = METHOD
     stopped: str = ""  # why rounds stopped before every candidate was decided
     systematic: float = 0.0  # the benchmark's uncertainty against IMB-MPI1 in every interval
+    choice: str = ""  # why the winner is not the fastest-looking claimed candidate, if it is not
+    systematic_note: str = ""  # where the systematic was measured, or that it is a stand-in
 
     @property
     def best(self) -> Candidate | None:
@@ -196,8 +204,9 @@ def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSet
     engine = RoundsEngine(measurer, random.Random(seed))
     done = 0
     for look in looks:
-        drop_behind(candidates, policy)
-        measured_now = [c for c in candidates if c.open] + racing(candidates, policy)
+        drop_behind(candidates, policy, knob_defaults)
+        measured_now = [c for c in candidates if c.open] + racing(candidates, policy,
+                                                                  knob_defaults)
         if not measured_now:
             break
         done += engine.run([reference, *(arms[c.trial] for c in measured_now)], look - done,
@@ -212,16 +221,20 @@ def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSet
                 cand.judge(family, policy, selected_from=len(candidates))
         if engine.stopped:
             break
-    drop_behind(candidates, policy)
+    drop_behind(candidates, policy, knob_defaults)
     stopped = engine.stopped
     if not stopped and any(c.open for c in candidates):
         stopped = f"{policy.max_rounds} rounds: the most allowed"
     claimed = [c for c in candidates if c.verdict == CLAIMED and c.mean is not None]
-    best = simplest_equivalent(claimed, knob_defaults or {}, policy).trial if claimed else None
+    best, choice = None, ""
+    if claimed:
+        winner, choice = choose_winner(claimed, knob_defaults or {}, policy)
+        best = winner.trial
     result = Confirmation(rounds=done, candidates=candidates, best_trial=best,
                           finished=time.time(), confidence=policy.confidence, family=family,
                           looks=looks, stopped=stopped if any(c.open for c in candidates) else "",
-                          systematic=policy.systematic)
+                          systematic=policy.systematic, choice=choice,
+                          systematic_note=policy.systematic_note)
     study.set_user_attr(CONFIRMATION_ATTR, result.to_dict())
     return result
 
@@ -243,16 +256,73 @@ def leader(claimed: list[Candidate]) -> Candidate:
     return min(claimed, key=lambda c: (center(c), typical(c)))
 
 
+def paired_differences(cand: Candidate, other: Candidate) -> list[float]:
+    """`cand`'s round score less `other`'s, round by round over their common rounds (negative:
+    `cand` faster in that round)."""
+    theirs = dict(zip(other.round_index, other.round_scores))
+    return [score - theirs[r] for r, score in zip(cand.round_index, cand.round_scores)
+            if r in theirs]
+
+
+def earns_its_knobs(cand: Candidate, simpler: Candidate, policy: ConfirmPolicy,
+                    family: int = 1) -> bool:
+    """Whether `cand`, which changes more knobs than `simpler`, is faster than it beyond doubt:
+    the interval of their paired round differences (trimmed as a claim's is, one of `family`
+    held together, widened by the benchmark's systematic uncertainty) lies entirely below 0."""
+    diffs = paired_differences(cand, simpler)
+    if len(diffs) < 2:
+        return False
+    interval = with_systematic(trimmed_interval(diffs, policy.confidence, family),
+                               policy.systematic)
+    return interval.high < 0 and statistics.fmean(diffs) < 0
+
+
+def choose_winner(claimed: list[Candidate], knob_defaults: dict[str, Any],
+                  policy: ConfirmPolicy) -> tuple[Candidate, str]:
+    """The claimed candidate to export, and why it is not the leader (see `leader`) when it is
+    not. The leader keeps the win only against every claimed candidate that changes fewer knobs
+    if it beats each in their paired rounds beyond doubt (`earns_its_knobs`, the comparisons
+    held together); else the leader of those it does not beat takes its place, and is held to
+    the same rule. Then a near-tie goes to the simpler (`simplest_equivalent`)."""
+    first = leader(claimed)
+    reasons = []
+    while True:
+        simpler = [c for c in claimed
+                   if knobs_changed(c.params, knob_defaults) < knobs_changed(first.params,
+                                                                               knob_defaults)]
+        unbeaten = [c for c in simpler
+                    if not earns_its_knobs(first, c, policy, family=max(1, len(simpler)))]
+        if not unbeaten:
+            break
+        replacement = leader(unbeaten)
+        reasons.append(_not_earned(first, replacement, knob_defaults))
+        first = replacement
+    winner = simplest_equivalent([c for c in claimed if c is first or knobs_changed(
+        c.params, knob_defaults) <= knobs_changed(first.params, knob_defaults)],
+        knob_defaults, policy, first)
+    return winner, "; ".join(reasons)
+
+
+def _not_earned(cand: Candidate, simpler: Candidate, knob_defaults: dict[str, Any]) -> str:
+    diffs = paired_differences(cand, simpler)
+    change = (math.exp(-statistics.fmean(diffs)) - 1) * 100 if diffs else 0.0
+    return (f"trial {cand.trial} ({knobs_changed(cand.params, knob_defaults)} knobs) read "
+            f"{change:+.1f}% against trial {simpler.trial} "
+            f"({knobs_changed(simpler.params, knob_defaults)} knobs) over {len(diffs)} paired "
+            f"rounds, not faster beyond doubt: its extra knobs did not earn their place, so the "
+            f"simpler trial {simpler.trial} is the answer")
+
+
 def simplest_equivalent(claimed: list[Candidate], knob_defaults: dict[str, Any],
-                        policy: ConfirmPolicy) -> Candidate:
+                        policy: ConfirmPolicy, first: Candidate | None = None) -> Candidate:
     """The winner: of the leader (see `leader`) and the claimed candidates that preferring to it
     is expected to cost less than `simpler_within` (E[max(0, it - leader)] over their paired
     rounds), the one that changes the fewest knobs from their defaults; the leader on a tie.
     Between configurations the measurements cannot tell apart by a gain worth having, the
     simpler one is the better answer: fewer settings to carry to other jobs and nodes, fewer to
     be wrong about (plain `pml=ucx` rather than it with a restricted UCX_TLS that measured the
-    same)."""
-    first = leader(claimed)
+    same). `first`: the leader, when the caller chose it (see `choose_winner`)."""
+    first = first if first is not None else leader(claimed)
 
     def cost_of_preferring(cand: Candidate) -> float:
         mine = dict(zip(first.round_index, first.round_scores))
@@ -266,12 +336,15 @@ def simplest_equivalent(claimed: list[Candidate], knob_defaults: dict[str, Any],
                key=lambda c: (knobs_changed(c.params, knob_defaults), c is not first))
 
 
-def racing(candidates: list[Candidate], policy: ConfirmPolicy) -> list[Candidate]:
+def racing(candidates: list[Candidate], policy: ConfirmPolicy,
+           knob_defaults: dict[str, Any] | None = None) -> list[Candidate]:
     """The claimed candidates still racing for the win: the leader (see `leader`) and every claimed
     one that may still be worth preferring to it: its round-by-round difference to the leader is
     not surely positive (the leader surely faster), and what preferring the leader could lose,
     the expected shortfall E[max(0, leader - it)] under the difference's Student-t estimate, is
-    at least `race_loss` (so near-ties are not raced for a gain nobody could use). The leader
+    at least `race_loss` (so near-ties are not raced for a gain nobody could use); and every
+    claimed one that changes fewer knobs than the leader, while their rounds have not yet told
+    whether the leader earns its extra knobs (`may_be_preferred`). The leader
     alone while an undecided candidate is measured on (one that may still overtake it: see
     `drop_behind`): the winner is then chosen between estimates of as many rounds, not between
     a leader's first five and twenty of a configuration whose level comes and goes. None when
@@ -280,21 +353,42 @@ def racing(candidates: list[Candidate], policy: ConfirmPolicy) -> list[Candidate
     if not claimed:
         return []
     first = leader(claimed)
-    chasing = [c for c in claimed if c is not first and may_overtake(c, first, policy)]
+    chasing = [c for c in claimed if c is not first and (
+        may_overtake(c, first, policy) or may_be_preferred(c, first, policy, knob_defaults or {}))]
     challenged = any(c.open for c in candidates)
     return [first, *chasing] if chasing or challenged else []
 
 
-def drop_behind(candidates: list[Candidate], policy: ConfirmPolicy) -> None:
+def may_be_preferred(simpler: Candidate, first: Candidate, policy: ConfirmPolicy,
+                     knob_defaults: dict[str, Any]) -> bool:
+    """Whether more rounds may still tell if the leader `first` earns the knobs it changes
+    beyond the claimed `simpler` (see `earns_its_knobs`): it changes more of them, their paired
+    difference is not decided either way yet, and preferring the simpler could cost at least
+    `simpler_within`."""
+    if knobs_changed(first.params, knob_defaults) <= knobs_changed(simpler.params, knob_defaults):
+        return False
+    diffs = paired_differences(first, simpler)
+    if len(diffs) < 2:
+        return True
+    interval = trimmed_interval(diffs, policy.confidence)
+    undecided = interval.low < 0 < interval.high
+    return undecided and expected_shortfall(diffs) >= policy.simpler_within
+
+
+def drop_behind(candidates: list[Candidate], policy: ConfirmPolicy,
+                knob_defaults: dict[str, Any] | None = None) -> None:
     """Once a candidate is claimed, an undecided one that may no longer be worth preferring to
     the claimed leader (`may_overtake`) is dropped (verdict BEHIND): it could still be claimed,
-    but never win, and its rounds would be spent for nothing."""
+    but never win, and its rounds would be spent for nothing. One that changes fewer knobs than
+    the leader is kept while it may still be preferred (`may_be_preferred`): claimed, it would
+    win unless the leader earns its extra knobs."""
     claimed = _claimed(candidates)
     if not claimed:
         return
     first = leader(claimed)
     for cand in candidates:
-        if cand.open and not may_overtake(cand, first, policy):
+        if cand.open and not may_overtake(cand, first, policy) and not may_be_preferred(
+                cand, first, policy, knob_defaults or {}):
             cand.verdict = BEHIND
 
 

@@ -32,8 +32,9 @@ def missing_partner(search: str) -> str:
 def choose_benchmark(search: str, requested: str | None = None, located: object = None,
                      *, allow_same: bool = True,
                      collective: str | None = None) -> BenchmarkChoice | None:
-    """The benchmark of the check: `requested`, else the search benchmark's verification partner
-    (the registry's; where `located` (options with e.g. imb_dir) says, else PATH). Without the
+    """The benchmark of the check: `requested`, else the first of the search benchmark's
+    verification partners found (the registry's; where `located` (options with e.g. imb_dir)
+    says, else PATH). Without the
     partner a study is checked with its own benchmark again (not independent, said in the note)
     when `allow_same`, else there is no check (None)."""
     if requested:
@@ -44,9 +45,10 @@ def choose_benchmark(search: str, requested: str | None = None, located: object 
         note = (f"the search used {bench.describe()} too: this check is not independent"
                 if same else "")
         return BenchmarkChoice(bench, not same, note)
-    found = find_benchmark(BENCHMARK_KINDS[search].partner, located, collective)
-    if found is not None:
-        return BenchmarkChoice(found, True)
+    for partner in BENCHMARK_KINDS[search].partners:
+        found = find_benchmark(partner, located, collective)
+        if found is not None and found.times(collective or "allreduce"):
+            return BenchmarkChoice(found, True)
     if not allow_same:
         return None
     own = make_benchmark(search, collective=collective)

@@ -32,13 +32,14 @@ from ..measure import LaunchFailed, Measurer
 from ..rules import (AlgorithmChoice, RuleSet, choice_from_params, per_size_choice, plan_bands,
                      rule_set, tuned_param_names)
 from ..space import LaunchSettings, SearchSpace, TrialContext
-from ..stats import mean_interval
+from ..stats import mean_interval, systematic_half_width
 from ..storage import (Comparison, RuleVariant, StoredRules, TrialRecord, save_rules,
                        stored_rules)
 from .rounds import Arm, RoundsEngine, round_scores
 
 if TYPE_CHECKING:
     from ..baseline import Placement
+    from ..benchmarks import Benchmark, Disagreement
     from ..events import Events
 
 READER_MCA = ("coll_tuned_use_dynamic_rules", "coll_tuned_dynamic_rules_filename")
@@ -67,7 +68,9 @@ class PerSizeStage:
                  ppn: int, weights: Mapping[int, float], default_params: dict[str, Any],
                  default_settings: LaunchSettings, rules_dir: Path, rounds: int = 6,
                  confirm_rounds: int = 6, confidence: float = 0.95, seed: int | None = None,
-                 events: Events | None = None, rules_text: Any = None) -> None:
+                 events: Events | None = None, rules_text: Any = None,
+                 disagreement: Disagreement | None = None,
+                 imb_check: Benchmark | None = None) -> None:
         self.study, self.space = study, space
         self.collective, self.ctx = collective, TrialContext(collective, nodes)
         self.comm_size = nodes * ppn
@@ -83,6 +86,11 @@ class PerSizeStage:
         self.best_settings = self.base = LaunchSettings()  # set from the best configuration
         self.launch_seconds = 0.0  # one launch over every size, estimated from the study
         self.plan_sizes: tuple[int, ...] = ()  # every size a stage launch measures
+        # the search benchmark's disagreement with IMB-MPI1 per size: a band must gain more
+        self.disagreement = disagreement
+        # IMB-MPI1, where the search timed with another benchmark and IMB is found: adopted
+        # bands are measured again with it, on the stage's nodes
+        self.imb_check = imb_check
 
     # ------------------------------------------------------------------ arms
 
@@ -293,12 +301,50 @@ class PerSizeStage:
         if None in (vs_default, vs_single, single_vs_default, *in_bands.values()):
             return replace(stored, rules_file=str(path), verdict="composed rules not measured",
                            failed="fewer than 2 rounds with both arms measured")
-        adopted, verdict = _judge(stored.bands, vs_default, vs_single, in_bands)
+        terms = {b.label(): self._band_term([s for s in sizes if b.holds(s)])
+                 for b in changed if any(b.holds(s) for s in sizes)}
+        adopted, verdict = _judge(stored.bands, vs_default, vs_single, in_bands, terms,
+                                  self.confidence)
+        imb_gains: dict[str, Comparison] = {}
+        if adopted and self.imb_check is not None:
+            adopted, verdict, imb_gains = self._check_with_imb(
+                measurer, arms, changed, sizes, family, verdict, deadline)
         return replace(stored, vs_default=vs_default, vs_single=vs_single,
                        single_vs_default=single_vs_default, band_gains=in_bands, adopted=adopted,
-                       verdict=verdict, rules_file=str(path),
+                       verdict=verdict, rules_file=str(path), band_terms=terms,
+                       imb_band_gains=imb_gains,
                        arms_us={a.name: _geo_means(a.log_times(self.plan_sizes, done))
                                 for a in arms})
+
+    def _band_term(self, sizes: list[int]) -> float:
+        """The search benchmark's disagreement with IMB-MPI1 over a band's sizes (0: IMB)."""
+        return self.disagreement.size_term(sizes) if self.disagreement is not None else 0.0
+
+    def _check_with_imb(self, measurer: Measurer, arms: list[Arm], changed: list[Any],
+                        sizes: list[int], family: int, verdict: str,
+                        deadline: float | None) -> tuple[bool, str, dict[str, Comparison]]:
+        """The adopted bands measured again with IMB-MPI1 (the search's benchmark reads them a
+        little off IMB's): composed rules against the best single configuration, in rounds of
+        their own; adopted only if IMB too finds each band faster beyond doubt."""
+        assert self.imb_check is not None
+        checker = measurer.with_benchmark(self.imb_check)
+        fresh = [Arm(a.name, a.settings, a.params, is_default=a.is_default) for a in arms]
+        default, single, composed = fresh
+        done, engine = self._rounds(checker, fresh, self.confirm_rounds, deadline)
+        gains = {b.label(): c for b in changed
+                 if (c := self._compare(composed, single, [s for s in sizes if b.holds(s)],
+                                        family)) is not None}
+        base = verdict.rsplit(": adopted", 1)[0]
+        failed = next((f"{a.name} failed: {a.failed}" for a in fresh if a.failed), "")
+        if done < 2 or failed or len(gains) < len(changed):
+            why = failed or engine.stopped or f"{done} round(s)"
+            return False, f"{base}: not adopted (IMB-MPI1 could not check the bands: {why})", gains
+        unproven = [label for label, c in gains.items() if not c.low > 1.0]
+        where = "; ".join(f"{label}: {c.text()}" for label, c in gains.items())
+        if unproven:
+            return False, (f"{base}: not adopted (IMB-MPI1 does not find {', '.join(unproven)} "
+                           f"faster beyond doubt: {where})"), gains
+        return True, verdict + f"; IMB-MPI1 agrees ({where})", gains
 
     def _compare(self, arm: Arm, other: Arm, sizes: list[int],
                  family: int) -> Comparison | None:
@@ -318,11 +364,16 @@ class PerSizeStage:
 
 
 def _judge(bands: int, vs_default: Comparison, vs_single: Comparison,
-           in_bands: Mapping[str, Comparison]) -> tuple[bool, str]:
+           in_bands: Mapping[str, Comparison], terms: Mapping[str, float] | None = None,
+           confidence: float = 0.95) -> tuple[bool, str]:
     """Adopted when every band where the rules differ from the best single configuration is
-    faster there beyond doubt, and the whole is surely slower than neither the best single
-    configuration nor the untuned stack. (Over all sizes a gain confined to a few of them is
-    often too small to tell from noise: the bands are judged where they act.)"""
+    faster there beyond doubt, also after its interval is widened by the benchmark's
+    disagreement with IMB-MPI1 at those sizes (`terms`, log units: a band gaining less than the
+    benchmark may be off there is not a gain IMB would see), and the whole is surely slower than
+    neither the best single configuration nor the untuned stack. (Over all sizes a gain confined
+    to a few of them is often too small to tell from noise: the bands are judged where they
+    act.)"""
+    terms = terms or {}
     where = "; ".join(f"{label}: {c.text()} over the best single configuration"
                       for label, c in in_bands.items())
     text = (f"{bands} bands ({where}); overall {vs_default.speedup:.3f}x "
@@ -332,11 +383,26 @@ def _judge(bands: int, vs_default: Comparison, vs_single: Comparison,
     unproven = [label for label, c in in_bands.items() if not c.low > 1.0]
     if unproven:
         return False, text + f"not adopted ({', '.join(unproven)} not faster there beyond doubt)"
+    within = [label for label, c in in_bands.items()
+              if not _widened_low(c, terms.get(label, 0.0), confidence) > 1.0]
+    if within:
+        return False, text + (f"not adopted ({', '.join(within)}: the gain is within the "
+                              "benchmark's disagreement with IMB-MPI1 at those sizes)")
     if vs_single.high < 1.0 or vs_default.high < 1.0:
         return False, text + "not adopted (slower overall beyond doubt)"
     if not in_bands:
         return False, text + "not adopted (the rules differ from the best nowhere measured)"
     return True, text + "adopted (ompi-rules exports them)"
+
+
+def _widened_low(c: Comparison, term: float, confidence: float) -> float:
+    """The low end of a comparison's speedup interval widened in quadrature by a benchmark's
+    disagreement `term` (log units), as a claim's is (stats.with_systematic)."""
+    if term <= 0:
+        return c.low
+    low, high = math.log(c.low), math.log(c.high)
+    half = math.hypot((high - low) / 2, systematic_half_width(term, confidence))
+    return math.exp((low + high) / 2 - half)
 
 
 def _geo_means(log_t: Mapping[int, list[float]]) -> dict[int, float]:

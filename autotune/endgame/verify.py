@@ -231,7 +231,7 @@ def verify_on(study: optuna.Study, measurer: Measurer, choice: BenchmarkChoice, 
     result = summarize(measured, benchmark=choice.benchmark.describe(),
                        independent=choice.independent, trial=best.trial, rounds=rounds,
                        search=search_figure(study, best), deployed=deployed,
-                       systematic=choice.benchmark.systematic)
+                       systematic=choice.benchmark.disagreement(config.collective).systematic)
     store(study, result)
     return result
 

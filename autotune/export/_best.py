@@ -41,6 +41,8 @@ class BestConfig:
     confirmed_level: str = ""  # how to read the interval: `95% CI, simultaneous over 9`
     confirmed_family: int = 1  # intervals held together in that confirmation
     confirmed_systematic: float = 0.0  # the benchmark's uncertainty against IMB-MPI1 in it
+    confirmed_choice: str = ""  # why the confirmation exported a simpler candidate, if it did
+    confirmed_systematic_note: str = ""  # where the benchmark's term was measured, or not
     confidence: float = 0.95
     verification: StoredVerification | None = None  # the independent check of this trial
     noise: NoiseFloor | None = None  # the allocation's default-vs-default spread
@@ -106,6 +108,9 @@ def best_config(study: optuna.Study) -> BestConfig:
                       confirmed_level=confirmation.level if confirmation else "",
                       confirmed_family=confirmation.family if confirmation else 1,
                       confirmed_systematic=confirmation.systematic if confirmation else 0.0,
+                      confirmed_choice=confirmation.choice if confirmation else "",
+                      confirmed_systematic_note=(confirmation.systematic_note if confirmation
+                                                 else ""),
                       confidence=confirmation.confidence if confirmation else 0.95,
                       verification=None if best.is_default else verification_for(
                           stored_verification(study), best.number, "rules" in rules),
@@ -195,9 +200,14 @@ def header_lines(best: BestConfig, now: dt.datetime) -> list[str]:
     if best.confirmed_speedup:
         speed, low, high = best.confirmed_speedup
         interval = interval_text(best.confidence, best.confirmed_family, low, high,
-                                 best.confirmed_systematic)
+                                 best.confirmed_systematic, best.confirmed_systematic_note)
         lines.append(f"# confirmed against the default in interleaved rounds: speedup {speed:.3f}x "
                      f"({interval})")
+        if best.confirmed_systematic > 0 and best.confirmed_systematic_note:
+            lines.append(f"# the benchmark's uncertainty against IMB-MPI1, "
+                         f"{p(best.confirmed_systematic_note)}")
+        if best.confirmed_choice:
+            lines.append(f"# why this one: {p(best.confirmed_choice)}")
     elif not best.is_default:
         lines.append("# UNCONFIRMED: the search's own figure, the best of many noisy draws, not a "
                      "claim (no confirmation ran: see `autotune start --confirm`)")

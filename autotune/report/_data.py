@@ -152,7 +152,7 @@ def verdict(best: BestConfig, confirmation: StoredConfirmation | None,
     if best.confirmed_speedup:
         speed, low, high = best.confirmed_speedup
         interval = interval_text(best.confidence, best.confirmed_family, low, high,
-                                 best.confirmed_systematic)
+                                 best.confirmed_systematic, best.confirmed_systematic_note)
     rows = speedup.sizes if speedup else ()
     faster = tuple(r.size for r in rows if r.low > 1.0)
     slower = tuple(r.size for r in rows if r.high < 1.0)
@@ -201,6 +201,8 @@ def _confirmation_note(confirmation: StoredConfirmation | None) -> str:
             f"to {confirmation.rounds} interleaved rounds; {confirmation.level}.")
     if confirmation.stopped:
         note += f" Rounds stopped with a candidate undecided ({confirmation.stopped})."
+    if confirmation.choice:
+        note += f" The winner: {confirmation.choice}."
     if confirmation.legacy:
         note += " Written by an older version whose intervals did not hold: not a claim."
     return note

@@ -61,6 +61,11 @@ class StoredRules:
     vs_default: Comparison | None = None  # composed rules over the untuned stack
     vs_single: Comparison | None = None  # composed rules over the best single configuration
     single_vs_default: Comparison | None = None
+    # per band: the benchmark's disagreement with IMB-MPI1 there (log units), in its interval
+    band_terms: dict[str, float] = field(default_factory=dict)
+    # the bands checked with IMB-MPI1 (a search timed by another benchmark, where IMB is found):
+    # band label -> composed over the best single configuration, as IMB measured it
+    imb_band_gains: dict[str, Comparison] = field(default_factory=dict)
     band_gains: dict[str, Comparison] = field(default_factory=dict)  # band label -> composed over
     # the best single configuration at that band's sizes (bands where the two differ)
     adopted: bool = False  # export the rule set instead of the single configuration
@@ -94,6 +99,8 @@ class StoredRules:
             "vs_default": comparison(self.vs_default), "vs_single": comparison(self.vs_single),
             "single_vs_default": comparison(self.single_vs_default),
             "band_gains": {label: comparison(c) for label, c in self.band_gains.items()},
+            "band_terms": dict(self.band_terms),
+            "imb_band_gains": {label: comparison(c) for label, c in self.imb_band_gains.items()},
             "adopted": self.adopted, "verdict": self.verdict, "rules_file": self.rules_file,
             "arms_us": {arm: {str(s): t for s, t in per.items()}
                         for arm, per in self.arms_us.items()},
@@ -145,6 +152,11 @@ class StoredRules:
             band_gains={str(label): c for label, value in as_mapping(
                 data.get("band_gains") or {}, f"{where}: band_gains").items()
                 if (c := _comparison(value, f"{where}: band_gains")) is not None},
+            band_terms={str(label): as_float(v, f"{where}: band_terms") for label, v in
+                        as_mapping(data.get("band_terms") or {}, f"{where}: band_terms").items()},
+            imb_band_gains={str(label): c for label, value in as_mapping(
+                data.get("imb_band_gains") or {}, f"{where}: imb_band_gains").items()
+                if (c := _comparison(value, f"{where}: imb_band_gains")) is not None},
             adopted=as_bool(data.get("adopted", False), f"{where}: adopted"),
             verdict=as_str(data.get("verdict") or "", f"{where}: verdict"),
             rules_file=as_str(data.get("rules_file") or "", f"{where}: rules_file"),

@@ -62,6 +62,8 @@ class StoredConfirmation:
     method: str = ""
     stopped: str = ""  # why rounds stopped with a candidate still undecided
     systematic: float = 0.0  # the benchmark's uncertainty against IMB-MPI1 in every interval
+    choice: str = ""  # why the winner is not the fastest-looking claimed candidate, if not
+    systematic_note: str = ""  # where the systematic was measured, or that it is a stand-in
 
     def candidate(self, trial: int) -> ConfirmedCandidate:
         for cand in self.candidates:
@@ -118,6 +120,9 @@ class StoredConfirmation:
                    family=as_int(data.get("family") or 1, f"{where}: family"),
                    method=as_str(data.get("method") or "", f"{where}: method"),
                    stopped=as_str(data.get("stopped") or "", f"{where}: stopped"),
+                   choice=as_str(data.get("choice") or "", f"{where}: choice"),
+                   systematic_note=as_str(data.get("systematic_note") or "",
+                                          f"{where}: systematic_note"),
                    systematic=as_float(data.get("systematic") or 0.0, f"{where}: systematic"))
 
 

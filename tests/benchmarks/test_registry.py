@@ -16,10 +16,10 @@ def test_a_registered_benchmark_is_made_by_name_and_checked_by_its_partner(monke
         return Mpi4pyBenchmark()
 
     monkeypatch.setitem(REGISTRY, "other", BenchmarkKind(
-        "other", "the other benchmark", "another benchmark", partner="mpi4py",
+        "other", "the other benchmark", "another benchmark", partners=("mpi4py",),
         internal=frozenset({"python"}), make=make, stored_prefix="Other"))
     make_benchmark("other", python="/usr/bin/python3", collective="allreduce")
-    assert made == [{"collective": "allreduce", "python": "/usr/bin/python3"}]
+    assert made == [{"collective": "allreduce", "family": None, "python": "/usr/bin/python3"}]
     assert kind_of_stored("Other 1.0 (/opt/other)") == "other"
     choice = choose_benchmark("other")  # its partner, the kernel, is always there
     assert choice.benchmark.name == "mpi4py" and choice.independent
@@ -29,6 +29,6 @@ def test_a_registered_benchmark_is_made_by_name_and_checked_by_its_partner(monke
 
 
 def test_an_unknown_benchmark_names_the_registered_ones():
-    with pytest.raises(InputError, match="unknown benchmark 'nope' \\(choose from mpi4py, imb, app\\)"):
+    with pytest.raises(InputError, match="unknown benchmark 'nope' \\(choose from mpi4py, cbench, imb, app\\)"):
         make_benchmark("nope")
     assert kind_of_stored("") == "mpi4py"  # an older study stored none: the default

@@ -282,3 +282,64 @@ def test_only_the_kernel_carries_a_systematic_against_imb():
 
     assert Mpi4pyBenchmark.systematic > 0
     assert ImbBenchmark.systematic == AppBenchmark.systematic == GridRecordings.systematic == 0
+
+
+def test_a_configuration_with_more_knobs_is_exported_only_when_its_rounds_beat_the_simpler():
+    """Issue 55 line 3: alg 3 on top of plain pml=ucx looked 4% faster in the rounds against the
+    default, but its paired rounds against plain pml=ucx did not show it ahead beyond doubt: the
+    simpler one is exported and the confirmation says why. Clearly ahead, the extra knob wins."""
+    from autotune.endgame.confirm import choose_winner, earns_its_knobs, leader
+
+    policy = ConfirmPolicy()
+    defaults = {"pml": "unset", "coll_tuned_allreduce_algorithm": 0}
+    plain = _claimed(1, range(10), [-0.20, -0.22, -0.18, -0.21, -0.19, -0.20, -0.23, -0.17,
+                                    -0.21, -0.19])
+    plain.params = {"pml": "ucx", "coll_tuned_allreduce_algorithm": 0}
+    noisy = _claimed(4, range(10), [-0.30, -0.12, -0.28, -0.20, -0.31, -0.15, -0.33, -0.18,
+                                    -0.29, -0.24])  # 4% ahead on average, 10% swings
+    noisy.params = {"pml": "ucx", "coll_tuned_allreduce_algorithm": 3}
+    assert leader([plain, noisy]) is noisy
+    assert not earns_its_knobs(noisy, plain, policy)
+    winner, why = choose_winner([plain, noisy], defaults, policy)
+    assert winner is plain
+    assert "trial 4 (2 knobs)" in why and "trial 1 (1 knobs)" in why and "not faster" in why
+    ahead = _claimed(5, range(10), [s - 0.10 for s in plain.round_scores])  # 10% ahead each round
+    ahead.params = {"pml": "ucx", "coll_tuned_allreduce_algorithm": 3}
+    assert earns_its_knobs(ahead, plain, policy)
+    assert choose_winner([plain, ahead], defaults, policy) == (ahead, "")
+
+
+def test_the_rule_holds_down_a_chain_and_a_wide_systematic_blocks_a_thin_lead():
+    from autotune.endgame.confirm import choose_winner, earns_its_knobs
+
+    defaults = {"pml": "unset", "UCX_TLS": "all", "coll_tuned_allreduce_algorithm": 0}
+    base = [-0.20, -0.21, -0.19, -0.20, -0.22, -0.18, -0.20, -0.21, -0.19, -0.20]
+    one = _claimed(1, range(10), base)
+    one.params = {"pml": "ucx", "UCX_TLS": "all", "coll_tuned_allreduce_algorithm": 0}
+    two = _claimed(2, range(10), [s - 0.03 for s in base])  # 3% ahead of one, every round
+    two.params = {"pml": "ucx", "UCX_TLS": "self,sm", "coll_tuned_allreduce_algorithm": 0}
+    jitter = [-0.011, 0.009, -0.012, 0.010, -0.008, 0.011, -0.010, 0.009, -0.011, 0.003]
+    three = _claimed(3, range(10), [s - 0.033 + j for s, j in zip(base, jitter)])  # two +-1%
+    three.params = {"pml": "ucx", "UCX_TLS": "self,sm", "coll_tuned_allreduce_algorithm": 3}
+    policy = ConfirmPolicy()
+    winner, why = choose_winner([one, two, three], defaults, policy)
+    assert winner is two and "trial 3" in why  # three beats one, not two
+    assert earns_its_knobs(two, one, policy)
+    assert not earns_its_knobs(two, one, ConfirmPolicy(systematic=0.03))  # within the bias
+    assert choose_winner([one, two], defaults, ConfirmPolicy(systematic=0.03))[0] is one
+
+
+def test_rounds_go_on_while_the_leader_has_not_yet_earned_its_extra_knobs():
+    from autotune.endgame.confirm import racing
+
+    policy = ConfirmPolicy()
+    defaults = {"pml": "unset", "coll_tuned_allreduce_algorithm": 0}
+    plain = _claimed(1, range(5), [-0.20, -0.22, -0.18, -0.21, -0.19])
+    plain.params = {"pml": "ucx", "coll_tuned_allreduce_algorithm": 0}
+    noisy = _claimed(4, range(5), [-0.30, -0.12, -0.28, -0.20, -0.31])
+    noisy.params = {"pml": "ucx", "coll_tuned_allreduce_algorithm": 3}
+    assert racing([plain, noisy], policy) == [noisy, plain]  # may_overtake already
+    assert racing([plain, noisy], policy, defaults) == [noisy, plain]
+    clear = _claimed(5, range(5), [s - 0.10 for s in plain.round_scores])
+    clear.params = noisy.params
+    assert racing([plain, clear], policy, defaults) == []  # told apart: nothing to race for

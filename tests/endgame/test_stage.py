@@ -109,3 +109,22 @@ def test_composed_rules_are_measured_against_the_untuned_stack_and_the_best(tmp_
     assert result.verdict.startswith("2 bands (")
     assert set(result.band_gains) == {two.bands[0].label()}  # the other band is the best's own
     assert ("adopted (ompi-rules" in result.verdict) == result.adopted
+
+
+def test_a_band_gaining_less_than_the_benchmark_may_be_off_there_is_not_adopted():
+    """Issue 55 line 4: the per-size stage judges a band with the benchmark's disagreement with
+    IMB-MPI1 at its sizes in the interval: 4% faster beyond doubt is adopted from IMB's own
+    rounds (no term), not from a benchmark that may be 3% off there."""
+    from autotune.endgame.stage import _judge
+    from autotune.storage import Comparison
+
+    band = Comparison(1.04, 1.02, 1.06, 6)
+    overall = Comparison(1.10, 1.05, 1.15, 6)
+    adopted, verdict = _judge(2, overall, Comparison(1.01, 0.99, 1.03, 6), {"< 4 KiB": band})
+    assert adopted, verdict
+    adopted, verdict = _judge(2, overall, Comparison(1.01, 0.99, 1.03, 6), {"< 4 KiB": band},
+                              {"< 4 KiB": 0.03})
+    assert not adopted and "within the benchmark's disagreement with IMB-MPI1" in verdict
+    adopted, _ = _judge(2, overall, Comparison(1.01, 0.99, 1.03, 6),
+                        {"< 4 KiB": Comparison(1.25, 1.20, 1.30, 6)}, {"< 4 KiB": 0.03})
+    assert adopted  # a gain well beyond the term still is
