@@ -259,11 +259,11 @@ def record_with(options: Any, passes: int, output: Path, seed: int,
     from .checks import check_cores
     from .checks import probe_nodes
     from .session import preflight
-    from .space import resolve
+    from .space import family_of, load_space, resolve
 
     reopen_finished(output)
-    benchmark = benchmark_for(output, options.benchmark,
-                              lambda: auto_benchmark(options, options.collective))
+    benchmark = benchmark_for(output, options.benchmark, lambda: auto_benchmark(
+        options, options.collective, family_of(load_space(options.space).stack)))
     options = replace(options, benchmark=benchmark)
     checked = preflight(options)
     pool, _ = make_pool(options, checked.caps, checked.launcher, checked.why)

@@ -17,7 +17,7 @@ STUDY = "allreduce-1n2p-openmpi-ucx+openmpi-tuned"
 FAST = ["--collective", "allreduce", "--ppn", "2", "--sizes", "8:1k", "--repetitions", "3",
         "--stages", "1", "--time-per-size", "0.003", "--no-check-live", "--no-per-size",
         "--foreground"]
-MARKERS = ("autotune.benchmarks.mpi4py_kernel", "orted", "fake_mpirun")
+MARKERS = ("autotune.benchmarks.mpi4py_kernel", "cbench-", "orted", "fake_mpirun")
 
 pytestmark = pytest.mark.mpi
 
@@ -102,7 +102,8 @@ def test_sigterm_during_a_trial(tmp_path, job_left, code):
     proc = launch(tmp_path, *FAST, "--trials", "30", extra_env=job)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # wait until a benchmark of a trial is running
-        if any("mpi4py_kernel" in line for line in leftovers(home=tmp_path)):
+        if any(m in line for line in leftovers(home=tmp_path)
+               for m in ("mpi4py_kernel", "cbench-")):
             try:
                 if load(tmp_path).get_trials(states=(optuna.trial.TrialState.RUNNING,)):
                     break
@@ -196,18 +197,19 @@ def test_changed_machine_refuses_and_force_or_new_study_go_on(tmp_path):
 def test_a_study_measured_by_an_earlier_kernel_method_is_not_resumed_unasked(tmp_path):
     """A study begun by an autotune whose kernel timed differently (no method in its
     fingerprint, as before it was recorded) is refused, not silently mixed; --force goes on."""
-    first = launch(tmp_path, *FAST, "--trials", "1")
+    kernel = ("--benchmark", "mpi4py")
+    first = launch(tmp_path, *FAST, *kernel, "--trials", "1")
     first.communicate(timeout=300)
     study = load(tmp_path)
     fingerprint = dict(study.user_attrs["autotune.fingerprint"])
     assert "mpi4py kernel" in fingerprint.pop("benchmark_method")
     study.set_user_attr("autotune.fingerprint", fingerprint)
-    refused = launch(tmp_path, *FAST, "--trials", "1")
+    refused = launch(tmp_path, *FAST, *kernel, "--trials", "1")
     out, _ = refused.communicate(timeout=300)
     assert refused.returncode == 2, out
     assert "another method of its benchmark" in out and "--force" in out, out
     assert "mpi4py kernel" in out
-    forced = launch(tmp_path, *FAST, "--trials", "2", "--force")
+    forced = launch(tmp_path, *FAST, *kernel, "--trials", "2", "--force")
     out, _ = forced.communicate(timeout=300)
     assert forced.returncode == 0, out[-2000:]
     assert "mpi4py kernel" in load(tmp_path).user_attrs["autotune.fingerprint"]["benchmark_method"]

@@ -22,7 +22,7 @@ TEMPLATE = ROOT / "launchers" / "autotune.sbatch"
 SPACE = ROOT / "tests" / "data" / "space-grid.yaml"
 CONFIGS = 6  # the space's configurations, the default among them
 STUDY = "allreduce-1n2p-test-grid"
-MARKERS = ("autotune.benchmarks.mpi4py_kernel", "orted", " start --collective")
+MARKERS = ("autotune.benchmarks.mpi4py_kernel", "cbench-", "orted", " start --collective")
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slurm]
 
