@@ -66,6 +66,16 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 echo "install.sh: pip install autotune and dependencies into .venv (mpi4py compiles once)"
 .venv/bin/python -m pip install -q --no-binary mpi4py -e ".[test]"
 .venv/bin/python -c 'import mpi4py, optuna; print(f"install.sh: ready (optuna {optuna.__version__}, mpi4py {mpi4py.__version__})")'
+# autotune's C benchmark (IMB-MPI1's method), built now with this MPI's mpicc rather than on the
+# first study's start; a machine where it cannot be built times with the mpi4py kernel instead
+.venv/bin/python - <<'PY'
+from autotune.benchmarks._cbench import build_cbench
+from autotune.errors import EnvironmentProblem
+try:
+    print(f"install.sh: autotune's C benchmark built: {build_cbench()}")
+except EnvironmentProblem as exc:
+    print(f"install.sh: {exc}: studies time with the mpi4py kernel instead")
+PY
 if [ "$mpich" = 1 ] && ! ldd .venv/mpi4py-mpich/mpi4py/MPI*.so 2>/dev/null | grep -q libmpich; then
     # one extension module links one MPI: the kernel's ranks under MPICH import this build first
     echo "install.sh: build mpi4py against MPICH into .venv/mpi4py-mpich (compiles once)"

@@ -59,9 +59,12 @@ def wrapper_identity(wrapper: str) -> str:
 
 
 def build(source: Path, stem: str, flags: tuple[str, ...], wrappers_to_try: list[str],
-          key_extra: str = "") -> Path:
+          key_extra: str = "", ask_wrapper: bool = True) -> Path:
     """`source` built by the first wrapper that can into the cache as `stem-<key>` (`flags`
-    decide what: a shared object or a program), or BuildFailed naming why."""
+    decide what: a shared object or a program), or BuildFailed naming why. The key holds what
+    the wrapper compiles against (`ask_wrapper`: its -showme line; else its path alone, for a
+    caller inside an MPI process, where a fork on every launch is best avoided, whose
+    `key_extra` names the library)."""
     if not wrappers_to_try:
         raise BuildFailed("no MPI compiler wrapper (mpicc) on PATH")
     directory = cache_dir()
@@ -72,7 +75,7 @@ def build(source: Path, stem: str, flags: tuple[str, ...], wrappers_to_try: list
     text = source.read_bytes()
     failure = ""
     for wrapper in wrappers_to_try:
-        ident = wrapper_identity(wrapper)
+        ident = wrapper_identity(wrapper) if ask_wrapper else wrapper
         key = hashlib.sha256(text + key_extra.encode() + ident.encode()
                              + " ".join(flags).encode()).hexdigest()[:16]
         suffix = ".so" if "-shared" in flags else ""

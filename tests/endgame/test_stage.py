@@ -128,3 +128,27 @@ def test_a_band_gaining_less_than_the_benchmark_may_be_off_there_is_not_adopted(
     adopted, _ = _judge(2, overall, Comparison(1.01, 0.99, 1.03, 6),
                         {"< 4 KiB": Comparison(1.25, 1.20, 1.30, 6)}, {"< 4 KiB": 0.03})
     assert adopted  # a gain well beyond the term still is
+
+
+def test_adopted_bands_are_measured_again_with_imb_where_it_is_found(tmp_path, mpirun):
+    """Issue 55 line 4: a stage timed by another benchmark measures adopted bands again with
+    IMB-MPI1, on the same nodes, in rounds of their own; the verdict says what IMB found, and
+    IMB's band figures are stored beside the search benchmark's."""
+    from autotune.benchmarks._imb import ImbBenchmark
+    from autotune.endgame.rounds import Arm
+    from tests.benchmarks.test_imb import IMB_DIR
+
+    study, measurer, stage = _stage(tmp_path, confirm_rounds=2, imb_check=ImbBenchmark(IMB_DIR))
+    stage.plan_sizes = SIZES
+    two = RuleSet.from_starts("openmpi", "allreduce", 2, [(0, AlgorithmChoice(1)),
+                                                          (4096, AlgorithmChoice(3))])
+    changed = [two.bands[0]]
+    base = stage._with_tuned({"coll_tuned_allreduce_algorithm": 3})
+    arms = [Arm("untuned stack", stage.default_settings, {}, is_default=True),
+            Arm("best single", base, {}), Arm("composed rules", base, {})]
+    verdict = "2 bands (...); overall ...: adopted (ompi-rules exports them)"
+    adopted, said, gains = stage._check_with_imb(measurer, arms, changed, list(SIZES), 4,
+                                                 verdict, None)
+    assert set(gains) == {two.bands[0].label()} and gains[two.bands[0].label()].rounds == 2
+    # the composed arm here is the best single itself: IMB cannot find the band faster
+    assert not adopted and "IMB-MPI1 does not find" in said and said.startswith("2 bands (")
