@@ -36,7 +36,9 @@
  *   --comm world         time on MPI_COMM_WORLD itself, not on a communicator split from it
  *
  * Test only: AUTOTUNE_TEST_CORRUPT_RANK=<rank> (or OMPI_MCA_mpi_autotune_test_corrupt_rank)
- * corrupts that rank's checked result, as in the kernel.
+ * corrupts that rank's checked result, and AUTOTUNE_TEST_POISON_RECORD=1 (or
+ * OMPI_MCA_mpi_autotune_test_poison_record) prints one size record whose count has 400 digits
+ * before the done record, as in the kernel.
  */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -219,6 +221,17 @@ static int corrupt_rank(void)
             return atoi(value);
     }
     return -1;
+}
+
+static int poison_record(void)
+{
+    const char *names[] = {"AUTOTUNE_TEST_POISON_RECORD", "OMPI_MCA_mpi_autotune_test_poison_record"};
+    for (int k = 0; k < 2; k++) {
+        const char *value = getenv(names[k]);
+        if (value && strcmp(value, "1") == 0)
+            return 1;
+    }
+    return 0;
 }
 
 /* One call on known inputs; every rank returns the same verdict: -1 when right, else the first
@@ -570,6 +583,12 @@ int main(int argc, char **argv)
         if (measure(&b, &o, o.sizes[i], &prev, 1, corrupt_on))
             goto done; /* every rank saw the same wrong result: stop together, exit 0 */
     MPI_Barrier(b.comm);
+    if (b.rank == 0 && poison_record()) { /* test only: a size record with a 400-digit count */
+        printf("AUTOTUNE {\"kind\": \"size\", \"size\": %ld, \"iters\": 1", o.sizes[0]);
+        for (int i = 0; i < 400; i++)
+            putchar('0');
+        printf(", \"t_max_us\": 1.0, \"t_min_us\": 1.0, \"t_avg_us\": 1.0}\n");
+    }
     if (b.rank == 0) {
         printf("AUTOTUNE {\"kind\": \"done\", \"sizes\": %d}\n", o.nsizes);
         fflush(stdout);

@@ -93,10 +93,10 @@ def test_a_new_benchmark_gets_its_declared_option_too(monkeypatch):
         return Mpi4pyBenchmark()
 
     monkeypatch.setitem(BENCHMARKS, "other", BenchmarkKind(
-        "other", "the other benchmark", "another benchmark", partner="mpi4py", make=make,
+        "other", "the other benchmark", "another benchmark", partners=("mpi4py",), make=make,
         stored_prefix="Other", cli_options=(OptionSpec("--other-dir", "where it is"),),
         locates="other_dir"))
     options = StartOptions.of(collective="allreduce", benchmark="other", other_dir="/opt/other")
     configured_benchmark("other", options, collective="allreduce")
-    assert made == [{"collective": "allreduce", "other_dir": "/opt/other"}]
+    assert made == [{"collective": "allreduce", "family": None, "other_dir": "/opt/other"}]
     assert BENCHMARKS["other"].location(options) == {"other_dir": "/opt/other"}
