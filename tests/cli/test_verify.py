@@ -14,8 +14,13 @@ from tests.storage import add_trial, controller_attrs, new_study
 
 
 def test_start_verify_without_imb_is_refused_before_anything_runs(autotune_cli, tmp_path):
+    """A kernel search is checked by IMB, else by autotune's C benchmark: with neither (no IMB,
+    no mpicc that builds it) --verify is one line, before anything runs."""
     assert_one_line_error(autotune_cli("start", "--collective", "allreduce", "--verify",
-                                       "--foreground", extra_env={"PATH": os.environ["PATH"]}),
+                                       "--benchmark", "mpi4py", "--foreground",
+                                       extra_env={"PATH": os.environ["PATH"],
+                                                  "AUTOTUNE_MPICC": "/bin/false",
+                                                  "AUTOTUNE_KERNEL_CACHE": str(tmp_path / "c")}),
                           "--verify: IMB-MPI1 not found")
     assert_one_line_error(autotune_cli("start", "--collective", "allreduce", "--imb-dir",
                                        str(tmp_path), "--foreground"), "IMB-MPI1 not found")
