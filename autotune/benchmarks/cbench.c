@@ -466,6 +466,17 @@ static void usage(const char *why)
     exit(2);
 }
 
+/* 0 for `off`, 1 for `on`, else a usage error naming both */
+static int either(const char *value, const char *off, const char *on, const char *what)
+{
+    if (strcmp(value, off) && strcmp(value, on)) {
+        char why[200];
+        snprintf(why, sizeof why, "%s: %s or %s", what, off, on);
+        usage(why);
+    }
+    return !strcmp(value, on);
+}
+
 static long number(const char *text, long low, long high, const char *what)
 {
     char *end = NULL;
@@ -521,20 +532,15 @@ static void parse(int argc, char **argv, struct options *o)
         else if (!strcmp(a, "--time-per-size")) o->time_per_size = seconds(v, "--time-per-size");
         else if (!strcmp(a, "--seed")) o->seed = (unsigned)number(v, 0, UINT_MAX, "--seed");
         else if (!strcmp(a, "--alloc")) {
-            if (strcmp(v, "mpi") && strcmp(v, "malloc")) usage("--alloc: mpi or malloc");
-            o->alloc_malloc = !strcmp(v, "malloc");
+            o->alloc_malloc = either(v, "mpi", "malloc", "--alloc");
         } else if (!strcmp(a, "--buffers")) {
-            if (strcmp(v, "grow") && strcmp(v, "fresh")) usage("--buffers: grow or fresh");
-            o->fresh = !strcmp(v, "fresh");
+            o->fresh = either(v, "grow", "fresh", "--buffers");
         } else if (!strcmp(a, "--order")) {
-            if (strcmp(v, "ascending") && strcmp(v, "shuffled")) usage("--order: ascending or shuffled");
-            o->shuffled = !strcmp(v, "shuffled");
+            o->shuffled = either(v, "ascending", "shuffled", "--order");
         } else if (!strcmp(a, "--comm")) {
-            if (strcmp(v, "world") && strcmp(v, "split")) usage("--comm: split or world");
-            o->world = !strcmp(v, "world");
+            o->world = either(v, "split", "world", "--comm");
         } else if (!strcmp(a, "--iter-policy")) {
-            if (strcmp(v, "imb") && strcmp(v, "budget")) usage("--iter-policy: imb or budget");
-            o->budget = !strcmp(v, "budget");
+            o->budget = either(v, "imb", "budget", "--iter-policy");
         } else {
             usage("unknown option");
         }
