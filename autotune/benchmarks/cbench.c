@@ -360,6 +360,15 @@ static long minflt(void)
     return usage.ru_minflt;
 }
 
+
+/* Unix time with microseconds: the controller subtracts it from its own clock to tell how long a
+ * trial waited for its first benchmark; whole seconds could put the start before the ask. */
+static double wall_clock(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (double)now.tv_sec + now.tv_nsec / 1e9;
+}
 static void start_record(struct bench *b)
 {
     char host[HOST_LEN] = "";
@@ -377,7 +386,7 @@ static void start_record(struct bench *b)
     MPI_Query_thread(&provided);
     printf("AUTOTUNE {\"kind\": \"start\", \"time\": %.6f, \"ranks\": %d, \"collective\": \"%s\", "
            "\"benchmark\": \"cbench\", \"thread_level\": \"%s\", \"mpi_library\": ",
-           (double)time(NULL), b->np, COLL_NAMES[b->coll],
+           wall_clock(), b->np, COLL_NAMES[b->coll],
            provided == MPI_THREAD_SINGLE ? "single" : "multiple");
     json_string(stdout, library);
     printf(", \"hosts\": [");

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import pytest
 
@@ -52,6 +53,14 @@ def test_every_blocking_collective_is_timed_and_checked(mpirun, collective):
     assert record.hosts  # the program says where its ranks ran: the landing is checked
     sizes = [r["size"] for r in _sizes(stdout)]
     assert sizes == sorted(SIZES)  # IMB's order: ascending
+
+
+def test_its_start_is_stamped_to_the_microsecond(mpirun):
+    """The controller takes the start from its own clock to tell how long a trial waited: a start
+    in whole seconds once came out before the trial was asked."""
+    before = time.time()
+    record, _ = _launch(sizes=(8,))
+    assert before <= record.kernel_started <= time.time()
 
 
 def test_repetitions_follow_imbs_policy(mpirun):
