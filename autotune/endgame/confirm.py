@@ -17,8 +17,14 @@ Why the claim holds at its stated level:
   to `max_rounds`, while a candidate is undecided; a candidate is dropped once its interval says it
   is not faster by `min_gain` (futility) or once it is surely slower, and, once another is claimed,
   when it can no longer be worth preferring to the claimed leader (it could be claimed, never win);
+  past half of `max_rounds`, only a candidate whose gain, if it held, would be claimed by
+  `max_rounds` goes on (`Candidate.promising`): on a machine whose launches are 10% apart, a 10%
+  gain needs 30-40 rounds, and those rounds are spent only where they can decide;
 - every interval is simultaneous over the candidates and the looks (Bonferroni): picking the best
-  of several noisy candidates, or looking again until something shows, does not buy a false claim;
+  of several noisy candidates, or looking again until something shows, does not buy a false claim
+  (an error rate split over the looks in proportion to their rounds instead, which favours the
+  last look, claimed no more of a planted 10% gain on a noisy replay, 56 of 100 against 55, and
+  claimed later on a quiet one);
 - a claim is about the gain IMB-MPI1 (or the user's application, when it is the benchmark) would
   read, so a benchmark that reads a configuration a few pp off IMB (the mpi4py kernel: its
   `systematic`, docs/evidence/kernel-fidelity.md) widens the claim's interval by that, in quadrature
@@ -57,7 +63,7 @@ from scipy import stats
 
 from ..measure import Measurer
 from ..space import LaunchSettings, knobs_changed
-from ..stats import (TRIM, mean_interval, systematic_half_width, trimmed_interval,
+from ..stats import (MIN_TO_TRIM, TRIM, Interval, mean_interval, systematic_half_width, trimmed_interval,
                      with_systematic)
 from ..storage import CONFIRMATION_ATTR, TrialRecord
 from .rounds import Arm, RoundsEngine, median_score, round_scores
@@ -71,6 +77,9 @@ NOT_FASTER = "not faster"  # interval says the gain is below min_gain, or it is 
 # faster, perhaps, but by less than the benchmark's uncertainty against IMB-MPI1: never claimable
 TOO_SMALL = "too small for this benchmark to claim"
 UNDECIDED = "undecided"  # rounds or time ran out first
+# undecided after `promising_from` rounds, and its gain, if it held, would not be claimed by
+# `max_rounds`: not measured on
+UNPROMISING = "undecided, not promising enough for more rounds"
 BEHIND = "behind the winner"  # undecided, and no longer able to beat a claimed candidate
 FAILED = "failed"
 
@@ -80,7 +89,8 @@ class ConfirmPolicy:
     """How many rounds, and what counts as decided."""
 
     min_rounds: int = 5
-    max_rounds: int = 20
+    max_rounds: int = 40
+    promising_power: float = 0.2  # see Candidate.promising
     confidence: float = 0.95
     min_gain: float = 0.01  # a candidate surely not faster by 1% is dropped
     race_loss: float = 0.0025  # claimed candidates race on while preferring the leader may lose this
@@ -96,6 +106,14 @@ class ConfirmPolicy:
         while looks[-1] < self.max_rounds:
             looks.append(min(self.max_rounds, looks[-1] * 2))
         return looks
+
+    @property
+    def promising_from(self) -> int:
+        """Past this many rounds (half of `max_rounds`), only a candidate that is still
+        undecided and `Candidate.promising` goes on: the last rounds go where they can still
+        decide a claim."""
+        return self.max_rounds // 2
+
 
 
 @dataclass
@@ -142,6 +160,34 @@ class Candidate:
             self.verdict = TOO_SMALL
         else:
             self.verdict = UNDECIDED
+
+    def promising(self, family: int, policy: ConfirmPolicy,
+                  selected_from: int = 1) -> bool:
+        """Whether `max_rounds` rounds would claim it with a conditional power of at least
+        `policy.promising_power`, if its gain is what its rounds so far say (the "promising
+        zone" of adaptive trials: the last rounds go where they can still decide a claim). The
+        interval then: one of `family` held together, its half-width shrunk as one over the square root of the rounds and widened by the
+        benchmark's systematic uncertainty. At a power of one half this is "the interval then,
+        around today's estimate, lies below 0"; a 10% gain in rounds 14% apart reads short of
+        that at 20 rounds one time in seven, and one fifth keeps most of those."""
+        n = len(self.round_scores)
+        if n < 2 or n >= policy.max_rounds:
+            return n < 2
+        rounds = trimmed_interval(self.round_scores, policy.confidence, family)
+        if not math.isfinite(rounds.half_width) or rounds.half_width <= 0:
+            return False
+        more = policy.max_rounds - n
+        half = rounds.half_width * math.sqrt(n / policy.max_rounds)
+        then = with_systematic(Interval(rounds.mean, rounds.mean - half, rounds.mean + half, n,
+                                        rounds.confidence, rounds.family),
+                               policy.systematic, selected_from)
+        # the standard error today, and how far the rounds still to come can move the estimate
+        t = float(stats.t.ppf(1 - (1 - policy.confidence) / family / 2,
+                              df=max(1, n - 2 * math.floor(TRIM * n) - 1) if n >= MIN_TO_TRIM else n - 1))
+        moves = rounds.half_width / t * math.sqrt(n * more) / policy.max_rounds
+        needed = -then.half_width - rounds.mean  # how far below today's estimate it must go
+        power = float(stats.norm.cdf(needed / moves)) if moves > 0 else float(needed >= 0)
+        return power >= policy.promising_power
 
     @property
     def open(self) -> bool:
@@ -205,8 +251,12 @@ def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSet
     done = 0
     for look in looks:
         drop_behind(candidates, policy, knob_defaults)
+        if done >= policy.promising_from:
+            for cand in candidates:
+                if cand.open and not cand.promising(family, policy, len(candidates)):
+                    cand.verdict = UNPROMISING
         measured_now = [c for c in candidates if c.open] + racing(candidates, policy,
-                                                                  knob_defaults)
+                                                                  knob_defaults, done)
         if not measured_now:
             break
         done += engine.run([reference, *(arms[c.trial] for c in measured_now)], look - done,
@@ -225,6 +275,9 @@ def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSet
     stopped = engine.stopped
     if not stopped and any(c.open for c in candidates):
         stopped = f"{policy.max_rounds} rounds: the most allowed"
+    elif not stopped and any(c.verdict == UNPROMISING for c in candidates):
+        stopped = (f"{done} rounds: no undecided candidate's gain, if it held, would be claimed "
+                   f"by {policy.max_rounds}")
     claimed = [c for c in candidates if c.verdict == CLAIMED and c.mean is not None]
     best, choice = None, ""
     if claimed:
@@ -232,7 +285,8 @@ def confirm(study: optuna.Study, measurer: Measurer, default_settings: LaunchSet
         best = winner.trial
     result = Confirmation(rounds=done, candidates=candidates, best_trial=best,
                           finished=time.time(), confidence=policy.confidence, family=family,
-                          looks=looks, stopped=stopped if any(c.open for c in candidates) else "",
+                          looks=looks, stopped=stopped if any(c.open or c.verdict == UNPROMISING
+                                                for c in candidates) else "",
                           systematic=policy.systematic, choice=choice,
                           systematic_note=policy.systematic_note)
     study.set_user_attr(CONFIRMATION_ATTR, result.to_dict())
@@ -337,7 +391,7 @@ def simplest_equivalent(claimed: list[Candidate], knob_defaults: dict[str, Any],
 
 
 def racing(candidates: list[Candidate], policy: ConfirmPolicy,
-           knob_defaults: dict[str, Any] | None = None) -> list[Candidate]:
+           knob_defaults: dict[str, Any] | None = None, done: int = 0) -> list[Candidate]:
     """The claimed candidates still racing for the win: the leader (see `leader`) and every claimed
     one that may still be worth preferring to it: its round-by-round difference to the leader is
     not surely positive (the leader surely faster), and what preferring the leader could lose,
@@ -348,13 +402,17 @@ def racing(candidates: list[Candidate], policy: ConfirmPolicy,
     alone while an undecided candidate is measured on (one that may still overtake it: see
     `drop_behind`): the winner is then chosen between estimates of as many rounds, not between
     a leader's first five and twenty of a configuration whose level comes and goes. None when
-    nothing is left to settle."""
+    nothing is left to settle. After `done` >= `promising_from` rounds, only the leader, and only
+    while an undecided candidate is measured on: a race still open then is too close to matter
+    (the simpler one wins it: `choose_winner`)."""
     claimed = _claimed(candidates)
     if not claimed:
         return []
     first = leader(claimed)
     chasing = [c for c in claimed if c is not first and (
         may_overtake(c, first, policy) or may_be_preferred(c, first, policy, knob_defaults or {}))]
+    if done >= policy.promising_from:
+        chasing = []
     challenged = any(c.open for c in candidates)
     return [first, *chasing] if chasing or challenged else []
 
