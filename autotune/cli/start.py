@@ -73,7 +73,10 @@ from .options import (
               help="size blocks measured in turn, smallest first; pruning can stop after any "
                    "launch")
 @click.option("--time-per-size", type=float, default=0.02, show_default=True,
-              callback=positive_float, help="seconds of timed loop per size and launch")
+              callback=positive_float,
+              help="seconds of timed loop per size and launch; with IMB-MPI1 and cbench it sets "
+                   "the repetitions (-iter, at 2 us a call), and their 40 MiB volume cap ends "
+                   "large sizes sooner")
 @click.option("--baseline-every", type=click.IntRange(min=1), default=None,
               help="one launch of the default config per this many candidate launches of a size "
                    "block (of different trials); each candidate launch is divided by the default "
