@@ -158,8 +158,11 @@ def main() -> int:
               f"{found['best_single']} {found['best_single_median']:.3f}x; export / it "
               f"{found['export_over_single_median']:.3f} (paired median; mean "
               + (f"{ci[0]:.3f}, 95% CI {ci[1]:.3f}-{ci[2]:.3f}" if ci else "-")
-              + f", {found['paired_rounds']} rounds): {found['gap_pp']:.1f} pp below (goal <= "
-              f"{args.gap:g}): {'met' if found['gap_met'] else 'MISSED'}")
+              + f", {found['paired_rounds']} rounds): "
+              + (f"{found['gap_pp']:.1f} pp below" if found['gap_pp'] > 0
+                 else f"{-found['gap_pp']:.1f} pp above")
+              + f" (goal: at most {args.gap:g} pp below): "
+              f"{'met' if found['gap_met'] else 'MISSED'}")
         if claim is None:
             print(f"{bench}: claim: none (the export is the untuned stack)")
         else:
