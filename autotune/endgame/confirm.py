@@ -18,7 +18,7 @@ Why the claim holds at its stated level:
   is not faster by `min_gain` (futility) or once it is surely slower, and, once another is claimed,
   when it can no longer be worth preferring to the claimed leader (it could be claimed, never win);
   past half of `max_rounds`, only a candidate whose gain, if it held, would be claimed by
-  `max_rounds` goes on (`Candidate.promising`): on a machine whose launches are 10% apart, a 10%
+  `max_rounds` with a fair chance goes on (`Candidate.promising`): on a machine whose launches are 10% apart, a 10%
   gain needs 30-40 rounds, and those rounds are spent only where they can decide;
 - every interval is simultaneous over the candidates and the looks (Bonferroni): picking the best
   of several noisy candidates, or looking again until something shows, does not buy a false claim
@@ -63,8 +63,8 @@ from scipy import stats
 
 from ..measure import Measurer
 from ..space import LaunchSettings, knobs_changed
-from ..stats import (MIN_TO_TRIM, TRIM, Interval, mean_interval, systematic_half_width, trimmed_interval,
-                     with_systematic)
+from ..stats import (MIN_TO_TRIM, TRIM, Interval, mean_interval, systematic_half_width,
+                     trimmed_interval, with_systematic)
 from ..storage import CONFIRMATION_ATTR, TrialRecord
 from .rounds import Arm, RoundsEngine, median_score, round_scores
 
@@ -120,7 +120,6 @@ class ConfirmPolicy:
         return self.max_rounds // 2
 
 
-
 @dataclass
 class Candidate:
     trial: int
@@ -171,8 +170,8 @@ class Candidate:
         """Whether `max_rounds` rounds would claim it with a conditional power of at least
         `policy.promising_power`, if its gain is what its rounds so far say (the "promising
         zone" of adaptive trials: the last rounds go where they can still decide a claim). The
-        interval then: one of `family` held together, its half-width shrunk as one over the square root of the rounds and widened by the
-        benchmark's systematic uncertainty. At a power of one half this is "the interval then,
+        interval then: one of `family` held together, its half-width shrunk as one over the
+        square root of the rounds and widened by the benchmark's systematic uncertainty. At a power of one half this is "the interval then,
         around today's estimate, lies below 0"; a 10% gain in rounds 14% apart reads short of
         that at 20 rounds one time in seven, and one fifth keeps most of those."""
         n = len(self.round_scores)
@@ -187,8 +186,8 @@ class Candidate:
                                         rounds.confidence, rounds.family),
                                policy.systematic, selected_from)
         # the standard error today, and how far the rounds still to come can move the estimate
-        t = float(stats.t.ppf(1 - (1 - policy.confidence) / family / 2,
-                              df=max(1, n - 2 * math.floor(TRIM * n) - 1) if n >= MIN_TO_TRIM else n - 1))
+        df = max(1, n - 2 * math.floor(TRIM * n) - 1) if n >= MIN_TO_TRIM else n - 1
+        t = float(stats.t.ppf(1 - (1 - policy.confidence) / family / 2, df=df))
         moves = rounds.half_width / t * math.sqrt(n * more) / policy.max_rounds
         needed = -then.half_width - rounds.mean  # how far below today's estimate it must go
         power = float(stats.norm.cdf(needed / moves)) if moves > 0 else float(needed >= 0)
