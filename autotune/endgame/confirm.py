@@ -18,8 +18,8 @@ Why the claim holds at its stated level:
   is not faster by `min_gain` (futility) or once it is surely slower, and, once another is claimed,
   when it can no longer be worth preferring to the claimed leader (it could be claimed, never win);
   past half of `max_rounds`, only a candidate whose gain, if it held, would be claimed by
-  `max_rounds` with a fair chance goes on (`Candidate.promising`): on a machine whose launches are 10% apart, a 10%
-  gain needs 30-40 rounds, and those rounds are spent only where they can decide;
+  `max_rounds` with a fair chance goes on (`Candidate.promising`): on a machine whose launches
+  are 10% apart, a 10% gain needs 30-40 rounds, spent only where they can decide;
 - every interval is simultaneous over the candidates and the looks (Bonferroni): picking the best
   of several noisy candidates, or looking again until something shows, does not buy a false claim
   (an error rate split over the looks in proportion to their rounds instead, which favours the
@@ -171,9 +171,10 @@ class Candidate:
         `policy.promising_power`, if its gain is what its rounds so far say (the "promising
         zone" of adaptive trials: the last rounds go where they can still decide a claim). The
         interval then: one of `family` held together, its half-width shrunk as one over the
-        square root of the rounds and widened by the benchmark's systematic uncertainty. At a power of one half this is "the interval then,
-        around today's estimate, lies below 0"; a 10% gain in rounds 14% apart reads short of
-        that at 20 rounds one time in seven, and one fifth keeps most of those."""
+        square root of the rounds and widened by the benchmark's systematic uncertainty. At a
+        power of one half this is "the interval then, around today's estimate, lies below 0";
+        a 10% gain in rounds 14% apart reads short of that at 20 rounds one time in seven, and
+        one fifth keeps most of those."""
         n = len(self.round_scores)
         if n < 2 or n >= policy.max_rounds:
             return n < 2
