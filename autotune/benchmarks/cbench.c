@@ -212,26 +212,29 @@ static unsigned char pattern(int src, int dst, size_t i)
     return (unsigned char)((i + (size_t)((37 * src + 101 * dst + 11) % BYTE_PERIOD)) % BYTE_PERIOD);
 }
 
+/* A test hook's value: the variable itself, or its MCA spelling (mpirun passes OMPI_MCA_*
+ * through to every rank); NULL when neither is set. */
+static const char *test_hook(const char *name, const char *mca_name)
+{
+    const char *value = getenv(name);
+    if (value && *value)
+        return value;
+    value = getenv(mca_name);
+    return value && *value ? value : NULL;
+}
+
 static int corrupt_rank(void)
 {
-    const char *names[] = {"AUTOTUNE_TEST_CORRUPT_RANK", "OMPI_MCA_mpi_autotune_test_corrupt_rank"};
-    for (int k = 0; k < 2; k++) {
-        const char *value = getenv(names[k]);
-        if (value && *value)
-            return atoi(value);
-    }
-    return -1;
+    const char *value = test_hook("AUTOTUNE_TEST_CORRUPT_RANK",
+                                  "OMPI_MCA_mpi_autotune_test_corrupt_rank");
+    return value ? atoi(value) : -1;
 }
 
 static int poison_record(void)
 {
-    const char *names[] = {"AUTOTUNE_TEST_POISON_RECORD", "OMPI_MCA_mpi_autotune_test_poison_record"};
-    for (int k = 0; k < 2; k++) {
-        const char *value = getenv(names[k]);
-        if (value && strcmp(value, "1") == 0)
-            return 1;
-    }
-    return 0;
+    const char *value = test_hook("AUTOTUNE_TEST_POISON_RECORD",
+                                  "OMPI_MCA_mpi_autotune_test_poison_record");
+    return value && strcmp(value, "1") == 0;
 }
 
 /* One call on known inputs; every rank returns the same verdict: -1 when right, else the first
@@ -360,7 +363,6 @@ static long minflt(void)
     return usage.ru_minflt;
 }
 
-
 /* Unix time with microseconds: the controller subtracts it from its own clock to tell how long a
  * trial waited for its first benchmark; whole seconds could put the start before the ask. */
 static double wall_clock(void)
@@ -369,6 +371,7 @@ static double wall_clock(void)
     clock_gettime(CLOCK_REALTIME, &now);
     return (double)now.tv_sec + now.tv_nsec / 1e9;
 }
+
 static void start_record(struct bench *b)
 {
     char host[HOST_LEN] = "";
