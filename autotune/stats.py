@@ -83,11 +83,24 @@ def trimmed_interval(values: Iterable[float], confidence: float = 0.95, family: 
     cut = math.floor(trim * data.size) if data.size >= MIN_TO_TRIM else 0
     if cut == 0 or not np.isfinite(data).all():  # an infinite value is no value to cut
         return mean_interval(data, confidence, family)
-    center = float(stats.trim_mean(data, trim))
-    se = float(mstats.trimmed_stde(data, limits=(trim, trim)))
+    center, se, df = trimmed_standard_error(data, trim)
     alpha = (1 - confidence) / max(1, family)
-    t = float(stats.t.ppf(1 - alpha / 2, df=data.size - 2 * cut - 1))
+    t = float(stats.t.ppf(1 - alpha / 2, df=df))
     return Interval(center, center - t * se, center + t * se, int(data.size), confidence, family)
+
+
+def trimmed_standard_error(values: Iterable[float], trim: float = TRIM
+                           ) -> tuple[float, float, int]:
+    """The centre `trimmed_interval` uses, its standard error and the degrees of freedom of its
+    Student t (the plain mean's below MIN_TO_TRIM values): what a caller projecting an interval
+    to more values needs."""
+    data = np.asarray(list(values), dtype=float)
+    cut = math.floor(trim * data.size) if data.size >= MIN_TO_TRIM else 0
+    if cut == 0 or not np.isfinite(data).all():
+        se = float(data.std(ddof=1)) / math.sqrt(data.size) if data.size > 1 else math.inf
+        return float(data.mean()), se, max(1, data.size - 1)
+    return (float(stats.trim_mean(data, trim)),
+            float(mstats.trimmed_stde(data, limits=(trim, trim))), data.size - 2 * cut - 1)
 
 
 def systematic_half_width(systematic: float, confidence: float = 0.95,

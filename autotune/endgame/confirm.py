@@ -63,8 +63,8 @@ from scipy import stats
 
 from ..measure import Measurer
 from ..space import LaunchSettings, knobs_changed
-from ..stats import (MIN_TO_TRIM, TRIM, Interval, mean_interval, systematic_half_width,
-                     trimmed_interval, with_systematic)
+from ..stats import (TRIM, Interval, mean_interval, systematic_half_width, trimmed_interval,
+                     trimmed_standard_error, with_systematic)
 from ..storage import CONFIRMATION_ATTR, TrialRecord
 from .rounds import Arm, RoundsEngine, median_score, round_scores
 
@@ -186,10 +186,9 @@ class Candidate:
         then = with_systematic(Interval(rounds.mean, rounds.mean - half, rounds.mean + half, n,
                                         rounds.confidence, rounds.family),
                                policy.systematic, selected_from)
-        # the standard error today, and how far the rounds still to come can move the estimate
-        df = max(1, n - 2 * math.floor(TRIM * n) - 1) if n >= MIN_TO_TRIM else n - 1
-        t = float(stats.t.ppf(1 - (1 - policy.confidence) / family / 2, df=df))
-        moves = rounds.half_width / t * math.sqrt(n * more) / policy.max_rounds
+        # how far the rounds still to come can move the estimate: today's standard error, scaled
+        se = trimmed_standard_error(self.round_scores)[1]
+        moves = se * math.sqrt(n * more) / policy.max_rounds
         needed = -then.half_width - rounds.mean  # how far below today's estimate it must go
         power = float(stats.norm.cdf(needed / moves)) if moves > 0 else float(needed >= 0)
         return power >= policy.promising_power
