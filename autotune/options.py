@@ -40,7 +40,7 @@ class StartOptions:
     infra_pause: float = 300.0
     confirm_top: int = 3
     confirm_rounds: int = 5  # rounds before the first judgement
-    confirm_max_rounds: int = 40
+    confirm_max_rounds: int = 80
     confirm_confidence: float = 0.95
     launcher: str = "auto"  # auto | local | hostfile | slurm | ray
     hostfile: str | None = None

@@ -55,7 +55,7 @@ class ReplaySettings:
     p_threshold: float = 0.1
     confirm_top: int = 3
     confirm_rounds: int = 5
-    confirm_max_rounds: int = 40
+    confirm_max_rounds: int = 80
     # the confirmation widened as if the launches were timed by a benchmark this far off IMB-MPI1
     # (Benchmark.systematic): what the kernel's uncertainty costs a claim; 0 as a replay is judged
     systematic: float = 0.0

@@ -101,10 +101,10 @@ from .options import (
                    "intervals (0: no confirmation)")
 @click.option("--confirm-rounds", type=click.IntRange(min=2), default=5, show_default=True,
               help="rounds before the first judgement of the candidates")
-@click.option("--confirm-max-rounds", type=click.IntRange(min=2), default=40, show_default=True,
+@click.option("--confirm-max-rounds", type=click.IntRange(min=2), default=80, show_default=True,
               help="rounds at most: undecided candidates get more rounds (twice as many at each "
-                   "look) until decided or this many; past half of it, only a candidate whose "
-                   "gain, if it held, would be claimed by then")
+                   "look) until decided or this many; past 20 (or half of it), only a candidate "
+                   "whose gain, if it held, would be claimed by then")
 @click.option("--confirm-confidence", type=click.FloatRange(0.5, 0.999), default=0.95,
               show_default=True,
               help="confidence of a claim, held together over the candidates and looks")

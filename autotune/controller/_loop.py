@@ -56,7 +56,7 @@ class Controller:
                  seed: int | None = None, events: Events | None = None,
                  context_values: dict[str, Any] | None = None,
                  fingerprint: dict[str, Any] | None = None, confirm_top: int = 0,
-                 confirm_rounds: int = 5, confirm_max_rounds: int = 40,
+                 confirm_rounds: int = 5, confirm_max_rounds: int = 80,
                  confirm_confidence: float = 0.95, infra_retries: int = 2,
                  infra_pause_after: int = 5, infra_pause_seconds: float = 300.0,
                  verifier: Callable[[Placement, float | None], Any] | None = None,

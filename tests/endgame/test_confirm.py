@@ -26,6 +26,9 @@ def test_looks_double_up_to_the_most_rounds():
 def test_past_half_the_most_rounds_only_promising_candidates_go_on():
     policy = ConfirmPolicy(min_rounds=5, max_rounds=40)
     assert policy.looks() == [5, 10, 20, 40] and policy.promising_from == 20
+    default = ConfirmPolicy()  # past 20 rounds, not half of 80: dead candidates stop there
+    assert default.looks() == [5, 10, 20, 40, 80] and default.promising_from == 20
+    assert ConfirmPolicy(min_rounds=2, max_rounds=10).promising_from == 5
 
 
 def test_only_a_promising_candidate_gets_rounds_past_half_the_most():
@@ -397,3 +400,18 @@ def test_rounds_go_on_while_the_leader_has_not_yet_earned_its_extra_knobs():
     clear = _claimed(5, range(5), [s - 0.10 for s in plain.round_scores])
     clear.params = noisy.params
     assert racing([plain, clear], policy, defaults) == []  # told apart: nothing to race for
+
+
+def test_claimed_candidates_race_no_longer_than_race_rounds():
+    """Undecided candidates may get 80 rounds; a race between claimed ones ends at 40 (the
+    simpler one then wins: the other did not earn its knobs)."""
+    from autotune.endgame.confirm import racing
+
+    defaults = {"pml": "unset", "coll_tuned_allreduce_algorithm": 0}
+    plain = _claimed(1, range(5), [-0.20, -0.22, -0.18, -0.21, -0.19])
+    plain.params = {"pml": "ucx", "coll_tuned_allreduce_algorithm": 0}
+    noisy = _claimed(4, range(5), [-0.30, -0.12, -0.28, -0.20, -0.31])
+    noisy.params = {"pml": "ucx", "coll_tuned_allreduce_algorithm": 3}
+    policy = ConfirmPolicy()
+    assert racing([plain, noisy], policy, defaults, done=20) == [noisy, plain]  # still told
+    assert racing([plain, noisy], policy, defaults, done=policy.race_rounds) == []
