@@ -90,9 +90,9 @@ class ConfirmPolicy:
 
     min_rounds: int = 5
     # on a noisy replay (bench_calibration's, 10% launch to launch) a planted 10% gain that
-    # reached the confirmation was claimed in 165 of 179 runs with 40 rounds at most, 174 of
-    # 179 with 80 (the rounds past 20 only for a candidate still `promising`), at about the
-    # same median cost (3,078 size-launches per study against 2,988)
+    # reached the confirmation was claimed in 165 of 179 runs with 40 rounds at most, 173 of
+    # 177 with 80 (the rounds past 20 only for a candidate still `promising`), at about the
+    # same median cost (3,060 size-launches per study against 2,988)
     max_rounds: int = 80
     promising_after: int = 20  # see promising_from
     # claimed candidates race for the win (and the leader is measured beside a candidate that

@@ -244,7 +244,10 @@ class ScreenStrategy(Strategy):
         return self._full() | self.refused | {params_key(p) for p in self.running.values()}
 
     def _full(self) -> set[tuple]:
-        return {k for k, m in self.measured.items() if len(m.complete) >= self.remeasure
+        """Configurations measured as much as the search measures one: `remeasure` trials in
+        full, or as many rounds; the default once (it is measured beside every trial anyway)."""
+        return {k for k, m in self.measured.items()
+                if (m.reference and m.complete) or len(m.complete) >= self.remeasure
                 or m.n >= self._most_rounds() * self.remeasure}
 
     def _most_rounds(self) -> int:

@@ -690,6 +690,10 @@ def test_a_configuration_measured_in_full_may_be_proposed_once_more():
     assert strategy.measures_again(params) and key not in strategy._busy()
     strategy.evidence.measured[key] = Measured(params, [-0.1] * 10, complete=[3, 9])
     assert not strategy.measures_again(params) and key in strategy._busy()
+    default = {"knob": "unset"}  # the default: once (it is measured beside every trial)
+    strategy.evidence.measured[params_key(default)] = Measured(default, [0.0, 0.0], complete=[0],
+                                                               reference=True)
+    assert not strategy.measures_again(default)
     once = ScreenStrategy(seed=0, remeasure=1)
     once.evidence = type("E", (), {"measured": {key: Measured(params, [-0.1] * 5,
                                                               complete=[3])}})()
