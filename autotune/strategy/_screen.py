@@ -334,9 +334,9 @@ class ScreenStrategy(Strategy):
                   if m.n >= 2 and k != key and not m.reference]
         bar = -math.log1p(self.min_gain)
         z = self.z_first if mine.n == 1 else self.z_continue
-        sd = evidence.noise_sd()
-        best = min((m.mean + 0.5 * sd / math.sqrt(m.n) for m in others), default=0.0)
-        if mine.mean - z * sd / math.sqrt(mine.n) < min(best, 0.0) + bar:
+        noise = evidence.noise_sd()  # its own rounds against the others' own, first
+        own_best = min((m.mean + 0.5 * noise / math.sqrt(m.n) for m in others), default=0.0)
+        if mine.mean - z * noise / math.sqrt(mine.n) < min(own_best, 0.0) + bar:
             return True  # its own rounds may still win
         fitted = self._fit_with(mine, before)
         if fitted is None:  # too little evidence for a model: its own rounds only
